@@ -1,0 +1,172 @@
+//! The park tier: sleep in the kernel on the cell's value word.
+//!
+//! What wakes it: `FUTEX_WAKE` on the word (a notifier that saw a parked waiter), a
+//! signal, the absolute `CLOCK_MONOTONIC` deadline, or nothing at all (spurious); the
+//! caller re-checks in every case. The kernel compares the word with `expected` under
+//! its hash-bucket lock before sleeping, which is what makes the park race-free: a
+//! store that lands after our last check makes the comparison fail (`EAGAIN`).
+//!
+//! On targets without futex the tier degrades to a `sched_yield` loop: the waiter
+//! then never sleeps, and says so in the docs.
+
+/// How a park ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Parked {
+    /// Woken, value changed before we slept, signal, or spurious: re-check.
+    Woken,
+    /// The deadline passed.
+    TimedOut,
+}
+
+#[cfg(feature = "test-counters")]
+pub(crate) static FUTEX_WAKE_CALLS: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
+#[cfg(all(target_os = "linux", not(loom)))]
+mod imp {
+    use super::Parked;
+    use crate::primitive::AtomicU32;
+
+    fn op(base: libc::c_int, shared: bool) -> libc::c_int {
+        if shared {
+            base
+        } else {
+            base | libc::FUTEX_PRIVATE_FLAG
+        }
+    }
+
+    /// Sleeps while `*word == expected`, until woken or `deadline_ns` (absolute,
+    /// `CLOCK_MONOTONIC`).
+    pub(crate) fn wait(
+        word: &AtomicU32,
+        expected: u32,
+        deadline_ns: Option<u64>,
+        shared: bool,
+    ) -> Parked {
+        let ts;
+        let ts_ptr = match deadline_ns {
+            Some(d) => {
+                ts = libc::timespec {
+                    tv_sec: (d / 1_000_000_000) as libc::time_t,
+                    tv_nsec: (d % 1_000_000_000) as libc::c_long,
+                };
+                &ts as *const libc::timespec
+            }
+            None => core::ptr::null(),
+        };
+        // SAFETY: `word` is a valid, aligned u32 for the duration of the call; the
+        // timespec (when given) outlives the call; FUTEX_WAIT_BITSET with
+        // MATCH_ANY takes an absolute CLOCK_MONOTONIC timeout, as passed.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                op(libc::FUTEX_WAIT_BITSET, shared),
+                expected,
+                ts_ptr,
+                core::ptr::null::<u32>(),
+                libc::FUTEX_BITSET_MATCH_ANY,
+            )
+        };
+        if r == 0 {
+            return Parked::Woken;
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::ETIMEDOUT) => Parked::TimedOut,
+            // EAGAIN: the value changed before we slept. EINTR: a signal.
+            Some(libc::EAGAIN) | Some(libc::EINTR) => Parked::Woken,
+            e => {
+                debug_assert!(false, "futex wait failed: {e:?}");
+                Parked::Woken
+            }
+        }
+    }
+
+    /// Wakes up to `n` threads parked on `word`; returns how many were woken.
+    pub(crate) fn wake(word: &AtomicU32, n: i32, shared: bool) -> usize {
+        #[cfg(feature = "test-counters")]
+        super::FUTEX_WAKE_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: `word` is a valid, aligned u32; FUTEX_WAKE only reads its address.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                op(libc::FUTEX_WAKE, shared),
+                n,
+            )
+        };
+        debug_assert!(r >= 0, "futex wake failed");
+        r.max(0) as usize
+    }
+}
+
+#[cfg(all(not(target_os = "linux"), not(loom)))]
+mod imp {
+    use super::Parked;
+    use crate::primitive::AtomicU32;
+
+    /// No futex here: yield once and let the caller re-check.
+    pub(crate) fn wait(
+        _word: &AtomicU32,
+        _expected: u32,
+        deadline_ns: Option<u64>,
+        _shared: bool,
+    ) -> Parked {
+        std::thread::yield_now();
+        match deadline_ns {
+            Some(d) if crate::clock::now_ns() >= d => Parked::TimedOut,
+            _ => Parked::Woken,
+        }
+    }
+
+    pub(crate) fn wake(_word: &AtomicU32, _n: i32, _shared: bool) -> usize {
+        #[cfg(feature = "test-counters")]
+        super::FUTEX_WAKE_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        0
+    }
+}
+
+/// Loom's futex: a mutex plays the kernel's hash-bucket lock and a condvar its
+/// sleep queue. Timed waits never sleep in the model (a timeout may fire at any
+/// moment, so returning at once is one of the behaviours a real timed wait has).
+#[cfg(loom)]
+mod imp {
+    use super::Parked;
+    use crate::primitive::{AtomicU32, Ordering};
+
+    #[derive(Debug, Default)]
+    pub(crate) struct ParkModel {
+        lock: loom::sync::Mutex<()>,
+        cv: loom::sync::Condvar,
+    }
+
+    impl ParkModel {
+        pub(crate) fn new() -> Self {
+            Self::default()
+        }
+
+        pub(crate) fn wait(
+            &self,
+            word: &AtomicU32,
+            expected: u32,
+            deadline_ns: Option<u64>,
+        ) -> Parked {
+            let g = self.lock.lock().unwrap();
+            if word.load(Ordering::SeqCst) != expected {
+                return Parked::Woken;
+            }
+            if deadline_ns.is_some() {
+                return Parked::TimedOut;
+            }
+            drop(self.cv.wait(g).unwrap());
+            Parked::Woken
+        }
+
+        pub(crate) fn wake(&self) {
+            let _g = self.lock.lock().unwrap();
+            self.cv.notify_all();
+        }
+    }
+}
+
+pub(crate) use imp::*;

@@ -1,0 +1,697 @@
+//! [`WaitCell`]: a 32-bit value on its own monitor line, the waiter-state word beside
+//! it, and the tier ladder that waits on it.
+//!
+//! # Notes about memory ordering
+//!
+//! Three kinds of waiter share one cell: spinners and hardware waiters, which need
+//! nothing from the notifier but its store (a spinner re-loads the line; a monitor armed
+//! on the line is woken by the write itself), and parked waiters, which sleep in the
+//! kernel and need a `futex_wake`. The notifier must not pay for that system call when
+//! nobody is parked, so parked waiters announce themselves in `state`, on the *same*
+//! line as `value` (the notifier's load of `state` then hits the line its own store
+//! just took exclusive: one store and one L1 load when nobody is parked).
+//!
+//! The protocol is the classic store-buffering (Dekker) pair:
+//!
+//! ```text
+//! notifier                          parking waiter
+//! value.store(new, SeqCst)     (1)  state.fetch_add(1, SeqCst)       (3)
+//! if state.load(SeqCst) != 0   (2)  v = value.load(SeqCst)           (4)
+//!     futex_wake(value)             if !pred(v) { futex_wait(value, v) }
+//! ```
+//!
+//! All four accesses are `SeqCst`, so they lie in one total order. If (2) reads 0, then
+//! (2) precedes (3), hence (1) precedes (4) and (4) sees `new` (or later): the waiter
+//! does not sleep. Otherwise the notifier calls `futex_wake`; if the waiter has not
+//! yet reached `futex_wait`, the kernel's own check of `value == v` under its bucket
+//! lock fails and the waiter returns at once. Either way no wake-up is lost. Weaker
+//! orderings (`Release` store, `Acquire` load) would allow both sides to read the old
+//! values (store buffering), and the waiter could sleep forever.
+//!
+//! Writers that are read-modify-writes (`swap`, `fetch_*`, `compare_exchange`) are
+//! `SeqCst` as well. [`WaitCell::notify_one`]/[`WaitCell::notify_all`] are for callers
+//! who changed the value through [`WaitCell::as_atomic`] with any ordering: they issue
+//! a `SeqCst` fence before their load of `state`, which pairs with (3)/(4) the same way.
+//!
+//! On x86 a `SeqCst` store is one `xchg` and a `SeqCst` load a plain `mov`: the
+//! uncontended notify is exactly "a store and one load". Loom models `SeqCst` accesses
+//! as `AcqRel`, so the loom build adds the `SeqCst` fences it does model between (1)
+//! and (2) and between (3) and (4) (see `primitive::loom_sc_fence`).
+//!
+//! A parked waiter that wakes decrements `state` (`Relaxed`: it orders nothing; a
+//! notifier that still sees the old count makes one unneeded `futex_wake`, no more).
+
+use crate::backend::futex::{self, Parked};
+use crate::backend::{spin, HardwareWait, HwWake};
+use crate::clock::{self, now_ns};
+use crate::policy::{Resolved, WaitPolicy};
+use crate::primitive::{fence, loom_sc_fence, yield_now, AtomicU32, Ordering};
+use std::fmt;
+use std::time::{Duration, Instant};
+
+/// Bits of `state` that count parked (futex) waiters.
+const PARKED_MASK: u32 = 0x7fff_ffff;
+/// Bit of `state` that says async waiters are registered (their wakers must be woken).
+#[allow(dead_code)]
+pub(crate) const ASYNC_REGISTERED: u32 = 0x8000_0000;
+
+/// The cache line the monitor watches: the value and the waiter-state word, nothing
+/// else, so that only writes that matter wake a hardware waiter.
+#[repr(C, align(64))]
+struct MonitorLine {
+    value: AtomicU32,
+    state: AtomicU32,
+}
+
+/// The rest of the cell, on the next line: read by waiters, written only by waiters.
+#[repr(C, align(64))]
+struct WaiterLine {
+    adapt: crate::adapt::Adaptive,
+    policy: WaitPolicy,
+    shared: bool,
+    #[cfg(loom)]
+    park: futex::ParkModel,
+}
+
+/// A 32-bit value that threads can wait on until it satisfies a predicate.
+///
+/// Writers change the value with [`store`](Self::store), [`swap`](Self::swap),
+/// [`fetch_add`](Self::fetch_add), [`fetch_or`](Self::fetch_or),
+/// [`fetch_and`](Self::fetch_and) or [`compare_exchange`](Self::compare_exchange); each
+/// wakes parked waiters when there are any, and costs one atomic store and one load
+/// when there are none. Waiters call [`wait_until`](Self::wait_until) and its
+/// variants, which climb the tier ladder: a short spin, a hardware wait where the CPU
+/// offers one, then a futex park (see the [crate docs](crate)).
+///
+/// The cell is 128-byte aligned: the value sits alone on its 64-byte monitor line (the
+/// line size every current x86 CPU reports in CPUID leaf 5), and the next line is
+/// this cell's own too, so that adjacent-line prefetch does not couple it to a
+/// neighbour.
+///
+/// # Examples
+///
+/// ```
+/// use mwait::WaitCell;
+/// use std::thread;
+///
+/// static READY: WaitCell = WaitCell::new(0);
+///
+/// let t = thread::spawn(|| READY.wait_until(|v| v == 1));
+/// READY.store(1);
+/// assert_eq!(t.join().unwrap(), 1);
+/// ```
+#[repr(C, align(128))]
+pub struct WaitCell {
+    line: MonitorLine,
+    waiters: WaiterLine,
+}
+
+/// How a timed wait ended.
+///
+/// # Examples
+///
+/// ```
+/// use mwait::{WaitCell, WaitResult};
+/// use std::time::Duration;
+///
+/// let cell = WaitCell::new(7);
+/// let r = cell.wait_until_timeout(|v| v == 8, Duration::from_millis(1));
+/// assert_eq!(r, WaitResult::TimedOut(7));
+/// assert!(r.is_timed_out());
+/// assert_eq!(r.value(), 7);
+/// ```
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[must_use]
+pub enum WaitResult {
+    /// The predicate held for this value.
+    Ready(u32),
+    /// The deadline passed first; the last value seen, for which the predicate was
+    /// false.
+    TimedOut(u32),
+}
+
+impl WaitResult {
+    /// The value: the one that satisfied the predicate, or the last one seen.
+    pub const fn value(self) -> u32 {
+        match self {
+            WaitResult::Ready(v) | WaitResult::TimedOut(v) => v,
+        }
+    }
+
+    /// Whether the deadline passed first.
+    pub const fn is_timed_out(self) -> bool {
+        matches!(self, WaitResult::TimedOut(_))
+    }
+
+    /// `Some(value)` when the predicate held.
+    pub const fn ready(self) -> Option<u32> {
+        match self {
+            WaitResult::Ready(v) => Some(v),
+            WaitResult::TimedOut(_) => None,
+        }
+    }
+}
+
+impl Default for WaitCell {
+    fn default() -> Self {
+        WaitCell::new(0)
+    }
+}
+
+impl fmt::Debug for WaitCell {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.line.state.load(Ordering::Relaxed);
+        f.debug_struct("WaitCell")
+            .field("value", &self.load())
+            .field("parked", &(state & PARKED_MASK))
+            .field("policy", &self.waiters.policy)
+            .finish()
+    }
+}
+
+macro_rules! cell_ctor {
+    ($($const:ident)?) => {
+        /// A cell holding `value`, with the default [`WaitPolicy`].
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// static CELL: mwait::WaitCell = mwait::WaitCell::new(0);
+        /// assert_eq!(CELL.load(), 0);
+        /// ```
+        pub $($const)? fn new(value: u32) -> WaitCell {
+            WaitCell::build(value, WaitPolicy::new(), false)
+        }
+
+        /// A cell whose waits use `policy` unless a call passes its own.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use mwait::{WaitCell, WaitPolicy};
+        /// use std::time::Duration;
+        /// static LOW_LATENCY: WaitCell =
+        ///     WaitCell::with_policy(0, WaitPolicy::new().spin(Duration::from_micros(50)));
+        /// assert_eq!(LOW_LATENCY.policy().get_spin(), Some(Duration::from_micros(50)));
+        /// ```
+        pub $($const)? fn with_policy(value: u32, policy: WaitPolicy) -> WaitCell {
+            WaitCell::build(value, policy, false)
+        }
+
+        /// A cell for memory shared between processes (`mmap(MAP_SHARED)`): parked
+        /// waiters use non-private futexes, which a notifier in another process can
+        /// wake. Hardware waiters need nothing special: monitors watch physical lines.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// let cell = mwait::WaitCell::new_shared(0);
+        /// assert!(cell.is_shared());
+        /// ```
+        pub $($const)? fn new_shared(value: u32) -> WaitCell {
+            WaitCell::build(value, WaitPolicy::new(), true)
+        }
+
+        $($const)? fn build(value: u32, policy: WaitPolicy, shared: bool) -> WaitCell {
+            WaitCell {
+                line: MonitorLine {
+                    value: AtomicU32::new(value),
+                    state: AtomicU32::new(0),
+                },
+                waiters: WaiterLine {
+                    adapt: crate::adapt::Adaptive::new(),
+                    policy,
+                    shared,
+                    #[cfg(loom)]
+                    park: futex::ParkModel::new(),
+                },
+            }
+        }
+    };
+}
+
+impl WaitCell {
+    #[cfg(not(loom))]
+    cell_ctor!(const);
+    #[cfg(loom)]
+    cell_ctor!();
+
+    /// The cell's own policy.
+    pub fn policy(&self) -> &WaitPolicy {
+        &self.waiters.policy
+    }
+
+    /// Whether parked waiters use process-shared futexes ([`WaitCell::new_shared`]).
+    pub fn is_shared(&self) -> bool {
+        self.waiters.shared
+    }
+
+    /// The current value (`Acquire`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(mwait::WaitCell::new(3).load(), 3);
+    /// ```
+    #[inline]
+    pub fn load(&self) -> u32 {
+        self.line.value.load(Ordering::Acquire)
+    }
+
+    /// The value as an atomic, for operations the cell does not wrap. A change made
+    /// through it wakes nobody: follow it with [`notify_all`](Self::notify_all) or
+    /// [`notify_one`](Self::notify_one). (Spinning and hardware waiters see it anyway.)
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::Ordering;
+    /// let cell = mwait::WaitCell::new(0);
+    /// cell.as_atomic().fetch_xor(5, Ordering::Release);
+    /// cell.notify_all();
+    /// assert_eq!(cell.load(), 5);
+    /// ```
+    #[inline]
+    pub fn as_atomic(&self) -> &AtomicU32 {
+        &self.line.value
+    }
+
+    /// Sets the value and wakes every parked waiter (if any).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cell = mwait::WaitCell::new(0);
+    /// cell.store(9);
+    /// assert_eq!(cell.load(), 9);
+    /// ```
+    #[inline]
+    pub fn store(&self, value: u32) {
+        self.line.value.store(value, Ordering::SeqCst);
+        self.wake_parked(i32::MAX);
+    }
+
+    /// Sets the value, returns the old one, and wakes every parked waiter (if any).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cell = mwait::WaitCell::new(1);
+    /// assert_eq!(cell.swap(2), 1);
+    /// ```
+    #[inline]
+    pub fn swap(&self, value: u32) -> u32 {
+        let old = self.line.value.swap(value, Ordering::SeqCst);
+        self.wake_parked(i32::MAX);
+        old
+    }
+
+    /// Adds `delta` (wrapping), returns the old value, wakes every parked waiter.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cell = mwait::WaitCell::new(u32::MAX);
+    /// assert_eq!(cell.fetch_add(2), u32::MAX);
+    /// assert_eq!(cell.load(), 1);
+    /// ```
+    #[inline]
+    pub fn fetch_add(&self, delta: u32) -> u32 {
+        let old = self.line.value.fetch_add(delta, Ordering::SeqCst);
+        self.wake_parked(i32::MAX);
+        old
+    }
+
+    /// ORs in `bits`, returns the old value, wakes every parked waiter.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cell = mwait::WaitCell::new(0b01);
+    /// assert_eq!(cell.fetch_or(0b10), 0b01);
+    /// assert_eq!(cell.load(), 0b11);
+    /// ```
+    #[inline]
+    pub fn fetch_or(&self, bits: u32) -> u32 {
+        let old = self.line.value.fetch_or(bits, Ordering::SeqCst);
+        self.wake_parked(i32::MAX);
+        old
+    }
+
+    /// ANDs with `bits`, returns the old value, wakes every parked waiter.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cell = mwait::WaitCell::new(0b11);
+    /// assert_eq!(cell.fetch_and(0b10), 0b11);
+    /// assert_eq!(cell.load(), 0b10);
+    /// ```
+    #[inline]
+    pub fn fetch_and(&self, bits: u32) -> u32 {
+        let old = self.line.value.fetch_and(bits, Ordering::SeqCst);
+        self.wake_parked(i32::MAX);
+        old
+    }
+
+    /// Replaces `current` with `new` if the value is `current`, then wakes every
+    /// parked waiter. Returns the previous value: `Ok` if it was replaced.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cell = mwait::WaitCell::new(1);
+    /// assert_eq!(cell.compare_exchange(1, 2), Ok(1));
+    /// assert_eq!(cell.compare_exchange(1, 3), Err(2));
+    /// ```
+    #[inline]
+    pub fn compare_exchange(&self, current: u32, new: u32) -> Result<u32, u32> {
+        let r = self.line.value.compare_exchange(
+            current,
+            new,
+            Ordering::SeqCst,
+            Ordering::Acquire,
+        );
+        if r.is_ok() {
+            self.wake_parked(i32::MAX);
+        }
+        r
+    }
+
+    /// Wakes one parked waiter, after a change made through
+    /// [`as_atomic`](Self::as_atomic). With predicates that differ between waiters,
+    /// prefer [`notify_all`](Self::notify_all): the one woken may not be one whose
+    /// predicate now holds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cell = mwait::WaitCell::new(0);
+    /// cell.notify_one(); // nobody waits: a fence and a load, no system call
+    /// ```
+    #[inline]
+    pub fn notify_one(&self) {
+        fence(Ordering::SeqCst);
+        self.wake_parked(1);
+    }
+
+    /// Wakes every parked waiter, after a change made through
+    /// [`as_atomic`](Self::as_atomic).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cell = mwait::WaitCell::new(0);
+    /// cell.notify_all();
+    /// ```
+    #[inline]
+    pub fn notify_all(&self) {
+        fence(Ordering::SeqCst);
+        self.wake_parked(i32::MAX);
+    }
+
+    /// The notifier's second half: one load of `state`, and the cold path only when
+    /// somebody is parked or registered.
+    #[inline(always)]
+    fn wake_parked(&self, n: i32) {
+        loom_sc_fence();
+        let s = self.line.state.load(Ordering::SeqCst);
+        if s != 0 {
+            self.wake_slow(s, n);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wake_slow(&self, state: u32, n: i32) {
+        if state & PARKED_MASK != 0 {
+            #[cfg(not(loom))]
+            futex::wake(&self.line.value, n, self.waiters.shared);
+            #[cfg(loom)]
+            {
+                let _ = n;
+                self.waiters.park.wake();
+            }
+        }
+    }
+
+    /// Blocks until `pred` accepts the value; returns that value. Never returns
+    /// spuriously: the predicate has held for the returned value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mwait::WaitCell;
+    /// use std::sync::Arc;
+    ///
+    /// let cell = Arc::new(WaitCell::new(0));
+    /// let c = cell.clone();
+    /// let t = std::thread::spawn(move || c.wait_until(|v| v >= 3));
+    /// for _ in 0..3 {
+    ///     cell.fetch_add(1);
+    /// }
+    /// assert_eq!(t.join().unwrap(), 3);
+    /// ```
+    #[inline]
+    pub fn wait_until(&self, pred: impl FnMut(u32) -> bool) -> u32 {
+        self.wait_until_with(pred, &self.waiters.policy)
+    }
+
+    /// [`wait_until`](Self::wait_until) with a per-call policy.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mwait::{Backend, WaitCell, WaitPolicy};
+    /// let cell = WaitCell::new(1);
+    /// let v = cell.wait_until_with(|v| v == 1, &WaitPolicy::new().backend(Backend::Futex));
+    /// assert_eq!(v, 1);
+    /// ```
+    #[inline]
+    pub fn wait_until_with(&self, mut pred: impl FnMut(u32) -> bool, policy: &WaitPolicy) -> u32 {
+        let v = self.load();
+        if pred(v) {
+            return v;
+        }
+        self.wait_slow(&mut pred, None, policy).value()
+    }
+
+    /// Blocks while the value equals `old`; returns the new value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cell = mwait::WaitCell::new(5);
+    /// assert_eq!(cell.wait_while_eq(4), 5); // already different: returns at once
+    /// ```
+    #[inline]
+    pub fn wait_while_eq(&self, old: u32) -> u32 {
+        self.wait_until(|v| v != old)
+    }
+
+    /// Blocks until `pred` accepts the value or `timeout` passes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let cell = mwait::WaitCell::new(1);
+    /// assert!(cell.wait_until_timeout(|v| v == 1, Duration::ZERO).ready().is_some());
+    /// ```
+    #[inline]
+    pub fn wait_until_timeout(
+        &self,
+        pred: impl FnMut(u32) -> bool,
+        timeout: Duration,
+    ) -> WaitResult {
+        self.wait_deadline_ns(pred, clock::after(timeout), &self.waiters.policy)
+    }
+
+    /// Blocks until `pred` accepts the value or the clock reaches `deadline`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let cell = mwait::WaitCell::new(0);
+    /// let r = cell.wait_until_deadline(|v| v == 1, Instant::now() + Duration::from_micros(100));
+    /// assert!(r.is_timed_out());
+    /// ```
+    #[inline]
+    pub fn wait_until_deadline(
+        &self,
+        pred: impl FnMut(u32) -> bool,
+        deadline: Instant,
+    ) -> WaitResult {
+        self.wait_deadline_ns(pred, clock::instant_to_ns(deadline), &self.waiters.policy)
+    }
+
+    /// [`wait_until_deadline`](Self::wait_until_deadline) with a per-call policy.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mwait::{WaitCell, WaitPolicy};
+    /// use std::time::{Duration, Instant};
+    /// let cell = WaitCell::new(0);
+    /// let policy = WaitPolicy::new().spin(Duration::ZERO);
+    /// let r = cell.wait_until_deadline_with(|v| v != 0, Instant::now(), &policy);
+    /// assert!(r.is_timed_out());
+    /// ```
+    #[inline]
+    pub fn wait_until_deadline_with(
+        &self,
+        pred: impl FnMut(u32) -> bool,
+        deadline: Instant,
+        policy: &WaitPolicy,
+    ) -> WaitResult {
+        self.wait_deadline_ns(pred, clock::instant_to_ns(deadline), policy)
+    }
+
+    /// Blocks while the value equals `old`, at most `timeout`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let cell = mwait::WaitCell::new(0);
+    /// assert!(cell.wait_while_eq_timeout(0, Duration::from_micros(10)).is_timed_out());
+    /// ```
+    #[inline]
+    pub fn wait_while_eq_timeout(&self, old: u32, timeout: Duration) -> WaitResult {
+        self.wait_until_timeout(|v| v != old, timeout)
+    }
+
+    #[inline]
+    fn wait_deadline_ns(
+        &self,
+        mut pred: impl FnMut(u32) -> bool,
+        deadline_ns: u64,
+        policy: &WaitPolicy,
+    ) -> WaitResult {
+        let v = self.load();
+        if pred(v) {
+            return WaitResult::Ready(v);
+        }
+        self.wait_slow(&mut pred, Some(deadline_ns), policy)
+    }
+
+    /// The tier ladder: spin → hardware wait → park (or yield, if parking is off).
+    #[cold]
+    #[inline(never)]
+    fn wait_slow(
+        &self,
+        pred: &mut dyn FnMut(u32) -> bool,
+        deadline: Option<u64>,
+        policy: &WaitPolicy,
+    ) -> WaitResult {
+        let pol: Resolved = policy.resolve();
+        let start = now_ns();
+        let cap = |t: u64| deadline.map_or(t, |d| t.min(d));
+        let word = &self.line.value;
+
+        // Tier 1: bounded spin.
+        let spin_ns = if pol.adaptive {
+            self.waiters.adapt.spin_budget(pol.spin_ns)
+        } else {
+            pol.spin_ns
+        };
+        let spun = spin_ns > 0;
+        let done = |_: ()| {
+            if pol.adaptive && !spun {
+                self.waiters
+                    .adapt
+                    .record_unspun_wait(start, now_ns(), pol.spin_ns);
+            }
+        };
+        if spun {
+            let hit = spin::spin_until(word, &mut *pred, cap(start.saturating_add(spin_ns)));
+            if pol.adaptive {
+                self.waiters.adapt.record_spin(hit.is_some());
+            }
+            if let Some(v) = hit {
+                return WaitResult::Ready(v);
+            }
+        }
+
+        // Tier 2: hardware wait, bounded by its own budget.
+        if let (Some(hw), true) = (pol.hw, pol.hw_ns > 0) {
+            let until = cap(now_ns().saturating_add(pol.hw_ns));
+            loop {
+                let v = word.load(Ordering::Acquire);
+                if pred(v) {
+                    done(());
+                    return WaitResult::Ready(v);
+                }
+                if now_ns() >= until {
+                    break;
+                }
+                match hw.wait_episode(word, v, until, pol.cstate) {
+                    HwWake::Woken | HwWake::Deadline => {}
+                    HwWake::Yield => break,
+                }
+            }
+        }
+
+        // Tier 3: park (or yield rounds when parking is off).
+        loop {
+            let v = word.load(Ordering::Acquire);
+            if pred(v) {
+                done(());
+                return WaitResult::Ready(v);
+            }
+            if deadline.is_some_and(|d| now_ns() >= d) {
+                return WaitResult::TimedOut(v);
+            }
+            if !pol.park {
+                yield_now();
+                continue;
+            }
+            match self.park(&mut *pred, deadline) {
+                Ok(v) => {
+                    done(());
+                    return WaitResult::Ready(v);
+                }
+                Err(Parked::Woken) => {}
+                Err(Parked::TimedOut) => {
+                    let v = word.load(Ordering::Acquire);
+                    return if pred(v) {
+                        WaitResult::Ready(v)
+                    } else {
+                        WaitResult::TimedOut(v)
+                    };
+                }
+            }
+        }
+    }
+
+    /// One park: announce, re-check, sleep, withdraw. `Ok(v)` when the re-check found
+    /// the predicate true.
+    fn park(&self, pred: &mut dyn FnMut(u32) -> bool, deadline: Option<u64>) -> Result<u32, Parked> {
+        let word = &self.line.value;
+        self.line.state.fetch_add(1, Ordering::SeqCst); // (3)
+        loom_sc_fence();
+        let v = word.load(Ordering::SeqCst); // (4)
+        if pred(v) {
+            self.line.state.fetch_sub(1, Ordering::Relaxed);
+            return Ok(v);
+        }
+        #[cfg(not(loom))]
+        let r = futex::wait(word, v, deadline, self.waiters.shared);
+        #[cfg(loom)]
+        let r = self.waiters.park.wait(word, v, deadline);
+        self.line.state.fetch_sub(1, Ordering::Relaxed);
+        Err(r)
+    }
+
+    /// How many waiters are parked right now (a snapshot, for tests and reports).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(mwait::WaitCell::new(0).parked_waiters(), 0);
+    /// ```
+    pub fn parked_waiters(&self) -> u32 {
+        self.line.state.load(Ordering::Relaxed) & PARKED_MASK
+    }
+}

@@ -1,0 +1,73 @@
+//! Monotonic time in nanoseconds: the one clock of the tier ladder.
+//!
+//! Deadlines travel as `u64` nanoseconds on `CLOCK_MONOTONIC`, the clock that `Instant`
+//! uses on Linux and the clock the kernel shim's `WAIT` ioctl takes, so a deadline
+//! crosses from the caller to every tier without conversion.
+
+use std::time::{Duration, Instant};
+
+/// Nanoseconds on the monotonic clock.
+#[cfg(all(not(loom), unix))]
+#[inline]
+pub(crate) fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on
+    // the unix targets we build for, so the call cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
+/// Nanoseconds since the first call (targets without `clock_gettime`).
+#[cfg(all(not(loom), not(unix)))]
+#[inline]
+pub(crate) fn now_ns() -> u64 {
+    use std::sync::OnceLock;
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// Model time under loom: every reading advances this thread's clock by a large step,
+/// so spin and hardware budgets run out after a reading or two and the model stays
+/// small, while the ladder's deadline logic still runs.
+#[cfg(loom)]
+pub(crate) fn now_ns() -> u64 {
+    loom::thread_local! {
+        static NOW: core::cell::Cell<u64> = const { core::cell::Cell::new(1_000_000_000) };
+    }
+    NOW.with(|c| {
+        let t = c.get() + LOOM_TICK_NS;
+        c.set(t);
+        t
+    })
+}
+
+/// How far one reading of the model clock advances it.
+#[cfg(loom)]
+pub(crate) const LOOM_TICK_NS: u64 = 1_000_000;
+
+/// `now + d`, saturating.
+#[inline]
+pub(crate) fn after(d: Duration) -> u64 {
+    now_ns().saturating_add(duration_ns(d))
+}
+
+/// A duration in nanoseconds, saturating at `u64::MAX`.
+#[inline]
+pub(crate) fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The monotonic-clock nanosecond reading at which `deadline` falls.
+pub(crate) fn instant_to_ns(deadline: Instant) -> u64 {
+    let now_i = Instant::now();
+    let now = now_ns();
+    match deadline.checked_duration_since(now_i) {
+        Some(ahead) => now.saturating_add(duration_ns(ahead)),
+        None => now.saturating_sub(duration_ns(now_i - deadline)),
+    }
+}

@@ -1,0 +1,410 @@
+//! What this machine offers: CPUID, the OS's UMWAIT limits, the kernel shim, CPUs.
+//!
+//! Detection runs once per process ([`Capabilities::detect`]) and is cached. The CPUID
+//! part is a pure function of a [`CpuIdReader`](raw_cpuid::CpuIdReader)
+//! ([`Capabilities::from_cpuid`]), so the selection logic is unit-tested on recorded
+//! CPUID dumps of other CPUs (`tests/detect.rs`).
+//!
+//! Only CPUID decides whether an instruction may be used. A SIGILL probe is not
+//! trusted: on the AMD EPYC guests this project is developed on, MWAITX *executes*
+//! although CPUID hides it, and returns at once.
+
+use std::fmt;
+use std::sync::OnceLock;
+
+/// CPU vendor, from CPUID leaf 0.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Vendor {
+    /// `GenuineIntel`.
+    Intel,
+    /// `AuthenticAMD` (or `HygonGenuine`, which shares AMD's extensions).
+    Amd,
+    /// Anything else, with its vendor string.
+    Other(String),
+}
+
+/// The Linux limits on UMWAIT/TPAUSE, from `/sys/devices/system/cpu/umwait_control/`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct UmwaitControl {
+    /// `max_time`: the longest UMWAIT/TPAUSE the OS allows, in TSC ticks (0: no limit).
+    pub max_time_tsc: u32,
+    /// `enable_c02`: whether C0.2 may be entered; when false, a C0.2 request gets C0.1.
+    pub c02_enabled: bool,
+}
+
+/// Facts that come from the operating system rather than from CPUID.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OsFacts {
+    /// `umwait_control` when the kernel exposes it.
+    pub umwait_control: Option<UmwaitControl>,
+    /// Whether `/dev/mwait` (the kernel shim) exists.
+    pub dev_mwait: bool,
+    /// How many CPUs this process may run on (its affinity mask).
+    pub usable_cpus: usize,
+}
+
+impl OsFacts {
+    /// Reads the facts of the running system.
+    pub fn read() -> OsFacts {
+        OsFacts {
+            umwait_control: read_umwait_control(),
+            dev_mwait: std::path::Path::new("/dev/mwait").exists(),
+            usable_cpus: usable_cpus(),
+        }
+    }
+}
+
+/// Everything the backend choice and the default policy depend on.
+///
+/// # Examples
+///
+/// ```
+/// let caps = mwait::Capabilities::detect();
+/// println!("{caps}");
+/// assert!(caps.usable_cpus >= 1);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// CPU vendor.
+    pub vendor: Vendor,
+    /// Brand string (CPUID 0x8000_0002..4), trimmed; empty when absent.
+    pub brand: String,
+    /// Display family, model and stepping (CPUID leaf 1).
+    pub family_model_stepping: (u32, u32, u32),
+    /// CPUID leaf 1 ECX[31]: running under a hypervisor.
+    pub hypervisor: bool,
+    /// The hypervisor's vendor signature (leaf 0x4000_0000), e.g. `KVMKVMKVM`.
+    pub hypervisor_vendor: Option<String>,
+    /// CPUID leaf 1 ECX[3]: MONITOR/MWAIT (ring 0 only on Intel).
+    pub monitor_mwait: bool,
+    /// CPUID leaf 5: smallest and largest monitor line size in bytes.
+    pub monitor_line: Option<(u16, u16)>,
+    /// CPUID leaf 5 EDX: MWAIT sub-states per C-state, C0 to C7 (4 bits each).
+    pub mwait_substates: Option<[u8; 8]>,
+    /// CPUID leaf 5 ECX[1]: MWAIT can treat interrupts as break events even when masked.
+    pub mwait_interrupt_break: bool,
+    /// CPUID leaf 7.0 ECX[5]: UMONITOR/UMWAIT/TPAUSE.
+    pub waitpkg: bool,
+    /// CPUID 0x8000_0001 ECX[29]: MONITORX/MWAITX (AMD).
+    pub monitorx: bool,
+    /// CPUID 0x8000_0007 EDX[8]: the TSC runs at a constant rate in all states.
+    pub tsc_invariant: bool,
+    /// TSC frequency in Hz from CPUID leaf 0x15 (or 0x16's base frequency); `None`
+    /// when the CPU does not say (AMD never does): then it is calibrated.
+    pub tsc_hz_cpuid: Option<u64>,
+    /// The OS's UMWAIT limits.
+    pub umwait_control: Option<UmwaitControl>,
+    /// Whether `/dev/mwait` exists.
+    pub dev_mwait: bool,
+    /// CPUs this process may run on.
+    pub usable_cpus: usize,
+}
+
+static DETECTED: OnceLock<Capabilities> = OnceLock::new();
+
+impl Capabilities {
+    /// Detects this machine's capabilities once and returns the cached result.
+    pub fn detect() -> &'static Capabilities {
+        DETECTED.get_or_init(detect_now)
+    }
+
+    /// Decodes the capabilities from a CPUID reader and OS facts. This is the pure part
+    /// of detection: tests feed it recorded CPUID dumps.
+    #[cfg(target_arch = "x86_64")]
+    pub fn from_cpuid<R: raw_cpuid::CpuIdReader>(reader: R, os: OsFacts) -> Capabilities {
+        use raw_cpuid::CpuId;
+        let raw = reader.clone();
+        let cpuid = CpuId::with_cpuid_reader(reader);
+        let vendor_str = cpuid
+            .get_vendor_info()
+            .map(|v| v.as_str().to_string())
+            .unwrap_or_default();
+        let vendor = match vendor_str.as_str() {
+            "GenuineIntel" => Vendor::Intel,
+            "AuthenticAMD" | "HygonGenuine" => Vendor::Amd,
+            _ => Vendor::Other(vendor_str.clone()),
+        };
+        let max_leaf = raw.cpuid1(0).eax;
+        let max_ext = raw.cpuid1(0x8000_0000).eax;
+        let feat = cpuid.get_feature_info();
+        let fms = feat
+            .as_ref()
+            .map(|f| {
+                (
+                    u32::from(f.family_id()),
+                    u32::from(f.model_id()),
+                    u32::from(f.stepping_id()),
+                )
+            })
+            .unwrap_or((0, 0, 0));
+        let hypervisor = feat.as_ref().is_some_and(|f| f.has_hypervisor());
+        let monitor_mwait = feat.as_ref().is_some_and(|f| f.has_monitor_mwait());
+        let leaf5 = if max_leaf >= 5 {
+            cpuid.get_monitor_mwait_info()
+        } else {
+            None
+        };
+        let monitor_line = leaf5
+            .as_ref()
+            .filter(|m| m.largest_monitor_line() != 0)
+            .map(|m| (m.smallest_monitor_line(), m.largest_monitor_line()));
+        let mwait_substates = leaf5.as_ref().and_then(|m| {
+            if !m.extensions_supported() {
+                return None;
+            }
+            let edx = raw.cpuid1(5).edx;
+            let mut s = [0u8; 8];
+            for (i, v) in s.iter_mut().enumerate() {
+                *v = ((edx >> (4 * i)) & 0xf) as u8;
+            }
+            Some(s)
+        });
+        let mwait_interrupt_break = leaf5.as_ref().is_some_and(|m| m.interrupts_as_break_event());
+        let waitpkg = max_leaf >= 7
+            && cpuid
+                .get_extended_feature_info()
+                .is_some_and(|f| f.has_waitpkg());
+        let monitorx = max_ext >= 0x8000_0001
+            && cpuid
+                .get_extended_processor_and_feature_identifiers()
+                .is_some_and(|f| f.has_monitorx_mwaitx());
+        let tsc_invariant = max_ext >= 0x8000_0007
+            && cpuid
+                .get_advanced_power_mgmt_info()
+                .is_some_and(|p| p.has_invariant_tsc());
+        let tsc_hz_cpuid = tsc_hz_from_cpuid(&raw, max_leaf);
+        let hypervisor_vendor = if hypervisor {
+            let r = raw.cpuid1(0x4000_0000);
+            let mut b = Vec::with_capacity(12);
+            for w in [r.ebx, r.ecx, r.edx] {
+                b.extend_from_slice(&w.to_le_bytes());
+            }
+            let s: String = String::from_utf8_lossy(&b)
+                .trim_end_matches('\0')
+                .trim()
+                .to_string();
+            (!s.is_empty()).then_some(s)
+        } else {
+            None
+        };
+        let brand = if max_ext >= 0x8000_0004 {
+            cpuid
+                .get_processor_brand_string()
+                .map(|b| b.as_str().trim().to_string())
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        Capabilities {
+            vendor,
+            brand,
+            family_model_stepping: fms,
+            hypervisor,
+            hypervisor_vendor,
+            monitor_mwait,
+            monitor_line,
+            mwait_substates,
+            mwait_interrupt_break,
+            waitpkg,
+            monitorx,
+            tsc_invariant,
+            tsc_hz_cpuid,
+            umwait_control: os.umwait_control,
+            dev_mwait: os.dev_mwait,
+            usable_cpus: os.usable_cpus,
+        }
+    }
+
+    /// Capabilities of a target without CPUID: no hardware wait at all.
+    pub fn without_cpuid(os: OsFacts) -> Capabilities {
+        Capabilities {
+            vendor: Vendor::Other(std::env::consts::ARCH.to_string()),
+            brand: String::new(),
+            family_model_stepping: (0, 0, 0),
+            hypervisor: false,
+            hypervisor_vendor: None,
+            monitor_mwait: false,
+            monitor_line: None,
+            mwait_substates: None,
+            mwait_interrupt_break: false,
+            waitpkg: false,
+            monitorx: false,
+            tsc_invariant: false,
+            tsc_hz_cpuid: None,
+            umwait_control: os.umwait_control,
+            dev_mwait: os.dev_mwait,
+            usable_cpus: os.usable_cpus,
+        }
+    }
+
+    /// The backends whose instructions or devices this machine offers, best first
+    /// (before any kill switch or self-test).
+    pub fn offered(&self) -> Vec<crate::Backend> {
+        use crate::Backend;
+        Backend::ALL
+            .into_iter()
+            .filter(|&b| self.offers(b))
+            .collect()
+    }
+
+    /// Whether this machine offers `backend` (CPUID, device and OS facts only).
+    pub fn offers(&self, backend: crate::Backend) -> bool {
+        use crate::Backend;
+        match backend {
+            Backend::Spin => true,
+            Backend::Futex => cfg!(target_os = "linux"),
+            Backend::Umwait => cfg!(target_arch = "x86_64") && self.waitpkg,
+            Backend::Mwaitx => cfg!(target_arch = "x86_64") && self.monitorx,
+            Backend::Kernel => {
+                cfg!(all(target_arch = "x86_64", target_os = "linux"))
+                    && self.monitor_mwait
+                    && self.dev_mwait
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn tsc_hz_from_cpuid<R: raw_cpuid::CpuIdReader>(raw: &R, max_leaf: u32) -> Option<u64> {
+    if max_leaf >= 0x15 {
+        let r = raw.cpuid1(0x15);
+        // EAX: denominator, EBX: numerator, ECX: crystal Hz (0 when not enumerated).
+        if r.eax != 0 && r.ebx != 0 && r.ecx != 0 {
+            return Some(u64::from(r.ecx) * u64::from(r.ebx) / u64::from(r.eax));
+        }
+    }
+    if max_leaf >= 0x16 {
+        // Leaf 0x16 EAX is the base frequency in MHz; on CPUs with an invariant TSC the
+        // TSC runs at (about) the base frequency. Only a fallback: leaf 0x15 is exact.
+        let mhz = raw.cpuid1(0x16).eax & 0xffff;
+        if mhz != 0 {
+            return Some(u64::from(mhz) * 1_000_000);
+        }
+    }
+    None
+}
+
+fn detect_now() -> Capabilities {
+    let os = OsFacts::read();
+    #[cfg(target_arch = "x86_64")]
+    {
+        Capabilities::from_cpuid(raw_cpuid::CpuIdReaderNative, os)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        Capabilities::without_cpuid(os)
+    }
+}
+
+const UMWAIT_CONTROL: &str = "/sys/devices/system/cpu/umwait_control";
+
+fn read_umwait_control() -> Option<UmwaitControl> {
+    let read = |f: &str| -> Option<u64> {
+        std::fs::read_to_string(format!("{UMWAIT_CONTROL}/{f}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some(UmwaitControl {
+        max_time_tsc: u32::try_from(read("max_time")?).unwrap_or(u32::MAX),
+        c02_enabled: read("enable_c02")? != 0,
+    })
+}
+
+/// CPUs in this process's affinity mask (at least 1).
+pub(crate) fn usable_cpus() -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: an all-zero cpu_set_t is a valid empty set; sched_getaffinity writes
+        // at most `size_of::<cpu_set_t>()` bytes into it.
+        let n = unsafe {
+            let mut set: libc::cpu_set_t = core::mem::zeroed();
+            if libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0
+            {
+                libc::CPU_COUNT(&set) as usize
+            } else {
+                0
+            }
+        };
+        if n > 0 {
+            return n;
+        }
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+impl fmt::Display for Capabilities {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let yn = |b: bool| if b { "yes" } else { "no" };
+        let vendor = match &self.vendor {
+            Vendor::Intel => "Intel".to_string(),
+            Vendor::Amd => "AMD".to_string(),
+            Vendor::Other(s) => s.clone(),
+        };
+        let (fam, model, step) = self.family_model_stepping;
+        writeln!(
+            f,
+            "cpu:               {vendor} {:?} (family {fam:#x}, model {model:#x}, stepping {step})",
+            self.brand
+        )?;
+        writeln!(
+            f,
+            "hypervisor:        {}{}",
+            yn(self.hypervisor),
+            self.hypervisor_vendor
+                .as_deref()
+                .map(|v| format!(" ({v})"))
+                .unwrap_or_default()
+        )?;
+        writeln!(f, "usable cpus:       {}", self.usable_cpus)?;
+        writeln!(
+            f,
+            "MONITOR/MWAIT:     {} (CPUID.1:ECX[3]; ring 0 only)",
+            yn(self.monitor_mwait)
+        )?;
+        match self.monitor_line {
+            Some((lo, hi)) => writeln!(f, "monitor line:      {lo}..{hi} bytes (CPUID.5)")?,
+            None => writeln!(f, "monitor line:      not reported (CPUID.5)")?,
+        }
+        if let Some(s) = self.mwait_substates {
+            writeln!(f, "MWAIT sub-states:  C0..C7 = {s:?}")?;
+        }
+        writeln!(
+            f,
+            "WAITPKG:           {} (CPUID.7.0:ECX[5]; UMONITOR/UMWAIT/TPAUSE)",
+            yn(self.waitpkg)
+        )?;
+        writeln!(
+            f,
+            "MONITORX:          {} (CPUID.8000_0001:ECX[29]; MONITORX/MWAITX)",
+            yn(self.monitorx)
+        )?;
+        writeln!(
+            f,
+            "invariant TSC:     {} (CPUID.8000_0007:EDX[8])",
+            yn(self.tsc_invariant)
+        )?;
+        match self.tsc_hz_cpuid {
+            Some(hz) => writeln!(f, "TSC rate (CPUID):  {:.3} MHz", hz as f64 / 1e6)?,
+            None => writeln!(f, "TSC rate (CPUID):  not reported (calibrated when needed)")?,
+        }
+        match self.umwait_control {
+            Some(c) => writeln!(
+                f,
+                "umwait_control:    max_time {} TSC ticks, enable_c02 {}{}",
+                c.max_time_tsc,
+                c.c02_enabled as u8,
+                if c.c02_enabled {
+                    ""
+                } else {
+                    " (C0.2 requests become C0.1)"
+                }
+            )?,
+            None => writeln!(f, "umwait_control:    absent ({UMWAIT_CONTROL})")?,
+        }
+        write!(f, "/dev/mwait:        {}", yn(self.dev_mwait))
+    }
+}

@@ -1,0 +1,97 @@
+//! Wait for another thread to change a value in memory, as cheaply as the CPU allows.
+//!
+//! A [`WaitCell`] holds a `u32` on its own cache line. Waiters block until a
+//! predicate on the value holds; writers change the value with a plain atomic store
+//! (or `swap`, `fetch_add`, ...), which is also the wake-up: when nobody is parked
+//! in the kernel, a notify costs one store and one load, with no lock and no system
+//! call.
+//!
+//! ```
+//! use mwait::WaitCell;
+//! use std::sync::Arc;
+//! use std::thread;
+//!
+//! let cell = Arc::new(WaitCell::new(0));
+//! let waiter = {
+//!     let cell = cell.clone();
+//!     thread::spawn(move || cell.wait_until(|v| v == 42))
+//! };
+//! cell.store(42);
+//! assert_eq!(waiter.join().unwrap(), 42);
+//! ```
+//!
+//! # The tier ladder
+//!
+//! A wait climbs at most three tiers, each bounded in time by the [`WaitPolicy`]:
+//!
+//! 1. **spin**: re-load the value with PAUSE between loads, a few µs by default
+//!    (shorter under a hypervisor, none when the process has one CPU, and adaptively
+//!    none on cells where spinning keeps failing);
+//! 2. **hardware wait**: arm a monitor on the cell's line and let the CPU sleep until
+//!    the line is written (UMONITOR/UMWAIT on Intel, MONITORX/MWAITX on AMD, or
+//!    MONITOR/MWAIT in ring 0 through the `/dev/mwait` kernel shim);
+//! 3. **park**: sleep on a futex, which frees the CPU for other threads.
+//!
+//! The process's [`Backend`] is chosen once, from CPUID ([`Capabilities::detect`]),
+//! and reported by [`selection`]:
+//!
+//! | CPU | hardware tier | ladder |
+//! | --- | --- | --- |
+//! | Intel with WAITPKG (Tremont, Alder Lake, Sapphire Rapids and later) | UMWAIT | spin → UMWAIT → futex |
+//! | AMD with MONITORX (family 15h and later, Zen) | MWAITX | spin → MWAITX → futex |
+//! | Intel without WAITPKG, `/dev/mwait` loaded | kernel MWAIT | spin → ioctl → futex |
+//! | anything else on Linux (and most VMs, which hide all three) | none | spin → futex |
+//! | other operating systems | none | spin → `sched_yield` loop |
+//!
+//! # Environment
+//!
+//! - `MWAIT_BACKEND=auto|spin|futex|umwait|mwaitx|kernel` forces a backend. A backend
+//!   this machine does not offer is refused with the reason (see [`try_selection`]),
+//!   unless the test-only `MWAIT_UNSAFE_FORCE=1` is set too.
+//! - `MWAIT_DISABLE=umwait,mwaitx,kernel` (or `hw`) is the kill switch: auto-selection
+//!   skips those backends.
+//!
+//! # The contract
+//!
+//! - `wait_until` returns only when the predicate held for the value it returns; it
+//!   hides every spurious wake-up of the tiers below.
+//! - A change made through a `WaitCell` writer method (`store`, `swap`, `fetch_add`,
+//!   `fetch_or`, `fetch_and`, a successful `compare_exchange`) is seen by every waiter:
+//!   spinners and hardware waiters see the store itself, parked waiters are woken
+//!   (all of them). A change made through [`WaitCell::as_atomic`] needs a
+//!   [`WaitCell::notify_all`] (or `notify_one`) for parked waiters.
+//! - A waiter checks the value at least once after every change it could have missed,
+//!   but it may miss *intermediate* values: if the value goes 0 → 1 → 0 quickly, a
+//!   waiter for `1` may never see it (as with every futex-based primitive).
+//! - Timed waits return [`WaitResult::TimedOut`] with the last value seen once the
+//!   deadline passed; they may overshoot it by the kernel's timer slack.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+mod adapt;
+mod backend;
+mod cell;
+mod clock;
+mod detect;
+mod policy;
+mod primitive;
+
+pub use backend::{Backend, ParseBackendError};
+pub use cell::{WaitCell, WaitResult};
+pub use detect::{Capabilities, OsFacts, UmwaitControl, Vendor};
+pub use policy::{
+    select, selection, try_selection, CState, Defaults, EnvConfig, SelectError, Selection,
+    WaitPolicy, HW_BUDGET_NS, SPIN_BUDGET_HYPERVISOR_NS, SPIN_BUDGET_NS,
+};
+
+/// Counters compiled in with the `test-counters` feature, for tests that prove what
+/// the fast paths do not do.
+#[cfg(feature = "test-counters")]
+#[doc(hidden)]
+pub mod test_counters {
+    /// How many `futex_wake` system calls this process has made through mwait.
+    pub fn futex_wake_calls() -> u64 {
+        crate::backend::futex::FUTEX_WAKE_CALLS.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
