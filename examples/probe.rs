@@ -1,1 +1,201 @@
-fn main(){}
+//! `cargo run --release --example probe`: what this CPU offers, which backend mwait
+//! picked and why, and a round-trip latency table of every tier usable here beside
+//! `std::sync::Condvar`, measured side by side in one run.
+//!
+//! Each row is a two-thread ping-pong on one cell (threads pinned to two CPUs when the
+//! process may use two): the timed thread stores an odd value and waits for the next
+//! even one, which the partner stores. One sample is one round trip. The run takes
+//! about `ROWS x PER_ROW` (under 30 s in all).
+
+use mwait::{Backend, Capabilities, WaitCell, WaitPolicy};
+use mwait_examples::{percentile, pin_to_cpu};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Time spent measuring one row.
+const PER_ROW: Duration = Duration::from_millis(1500);
+/// Round trips before timing starts (warms caches, adaptive spin, CPU frequency).
+const WARMUP_ROUND_TRIPS: u32 = 2_000;
+/// The most samples kept per row.
+const MAX_SAMPLES: usize = 2_000_000;
+
+fn main() {
+    let caps = Capabilities::detect();
+    println!("== capabilities ==\n{caps}\n");
+    let sel = match mwait::try_selection() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("mwait: the environment's choice was refused: {e}");
+            std::process::exit(2);
+        }
+    };
+    println!("== backend ==");
+    println!("chosen:  {}", sel.backend);
+    println!("why:     {}", sel.reason);
+    for (b, why) in &sel.rejected {
+        println!("skipped: {b}: {why}");
+    }
+    println!(
+        "default policy: spin {} ns, hardware {} ns, then park",
+        sel.defaults.spin_ns, sel.defaults.hw_ns
+    );
+    let cpus = caps.usable_cpus;
+    let pin = cpus >= 2;
+    println!(
+        "\n== round trip between two threads ({}; {:?} per row) ==",
+        if pin {
+            "pinned to CPUs 0 and 1".to_string()
+        } else {
+            format!("{cpus} usable CPU: not pinned")
+        },
+        PER_ROW
+    );
+
+    let mut rows: Vec<(String, Vec<u64>)> = Vec::new();
+    rows.push((
+        format!("waitcell (default: {})", sel.backend),
+        waitcell_rtt(WaitPolicy::new(), pin),
+    ));
+    rows.push((
+        "waitcell, spin forced".into(),
+        waitcell_rtt(WaitPolicy::new().backend(Backend::Spin), pin),
+    ));
+    if caps.offers(Backend::Futex) {
+        rows.push((
+            "waitcell, futex forced (no spin)".into(),
+            waitcell_rtt(WaitPolicy::new().backend(Backend::Futex), pin),
+        ));
+    }
+    for b in [Backend::Umwait, Backend::Mwaitx, Backend::Kernel] {
+        if sel.backend == b {
+            rows.push((
+                format!("waitcell, {b} forced (no spin)"),
+                waitcell_rtt(WaitPolicy::new().backend(b).spin(Duration::ZERO), pin),
+            ));
+        }
+    }
+    rows.push(("std Mutex + Condvar".into(), condvar_rtt(pin)));
+
+    let base = rows
+        .iter()
+        .find(|r| r.0.starts_with("std"))
+        .map(|r| percentile(&r.1, 50.0))
+        .unwrap_or(1);
+    println!(
+        "{:<36} {:>10} {:>10} {:>10} {:>12}",
+        "mechanism", "p50 ns", "p99 ns", "samples", "p50 vs condvar"
+    );
+    for (name, s) in &rows {
+        let p50 = percentile(s, 50.0);
+        println!(
+            "{:<36} {:>10} {:>10} {:>10} {:>11.2}x",
+            name,
+            p50,
+            percentile(s, 99.0),
+            s.len(),
+            p50 as f64 / base.max(1) as f64
+        );
+    }
+    println!(
+        "\nNoise: one run on a shared machine; compare rows with each other, not with \
+         other runs. Full suite: cargo xtask bench."
+    );
+}
+
+/// Ping-pong on a `WaitCell` with `policy` on both sides; returns round-trip samples.
+fn waitcell_rtt(policy: WaitPolicy, pin: bool) -> Vec<u64> {
+    let cell = Arc::new(WaitCell::new(0));
+    let partner = {
+        let cell = cell.clone();
+        thread::spawn(move || {
+            if pin {
+                pin_to_cpu(1);
+            }
+            loop {
+                let v = cell.wait_until_with(|v| v % 2 == 1, &policy);
+                if v == u32::MAX {
+                    return;
+                }
+                cell.store(v.wrapping_add(1));
+            }
+        })
+    };
+    if pin {
+        pin_to_cpu(0);
+    }
+    let mut next = 1u32;
+    let mut round_trip = || {
+        cell.store(next);
+        let want = next + 1;
+        cell.wait_until_with(|v| v == want, &policy);
+        next = next.wrapping_add(2) % (u32::MAX - 3);
+    };
+    for _ in 0..WARMUP_ROUND_TRIPS {
+        round_trip();
+    }
+    let samples = sample(&mut round_trip);
+    cell.store(u32::MAX);
+    partner.join().unwrap();
+    samples
+}
+
+/// The same ping-pong on `std::sync::Mutex` + `Condvar`.
+fn condvar_rtt(pin: bool) -> Vec<u64> {
+    let pair = Arc::new((Mutex::new(0u32), Condvar::new()));
+    let partner = {
+        let pair = pair.clone();
+        thread::spawn(move || {
+            if pin {
+                pin_to_cpu(1);
+            }
+            let (m, cv) = &*pair;
+            let mut g = m.lock().unwrap();
+            loop {
+                g = cv.wait_while(g, |v| *v % 2 == 0).unwrap();
+                if *g == u32::MAX {
+                    return;
+                }
+                *g += 1;
+                cv.notify_all();
+            }
+        })
+    };
+    if pin {
+        pin_to_cpu(0);
+    }
+    let (m, cv) = &*pair;
+    let mut next = 1u32;
+    let mut round_trip = || {
+        let mut g = m.lock().unwrap();
+        *g = next;
+        cv.notify_all();
+        let want = next + 1;
+        drop(cv.wait_while(g, |v| *v != want).unwrap());
+        next = next.wrapping_add(2) % (u32::MAX - 3);
+    };
+    for _ in 0..WARMUP_ROUND_TRIPS {
+        round_trip();
+    }
+    let samples = sample(&mut round_trip);
+    *m.lock().unwrap() = u32::MAX;
+    cv.notify_all();
+    partner.join().unwrap();
+    samples
+}
+
+/// Times `round_trip` repeatedly for `PER_ROW`; returns the samples in ns.
+fn sample(round_trip: &mut dyn FnMut()) -> Vec<u64> {
+    let mut out = Vec::with_capacity(1 << 16);
+    let end = Instant::now() + PER_ROW;
+    while out.len() < MAX_SAMPLES {
+        let t0 = Instant::now();
+        round_trip();
+        let t1 = Instant::now();
+        out.push((t1 - t0).as_nanos() as u64);
+        if t1 >= end {
+            break;
+        }
+    }
+    out
+}

@@ -49,6 +49,10 @@ use crate::primitive::{fence, loom_sc_fence, yield_now, AtomicU32, Ordering};
 use std::fmt;
 use std::time::{Duration, Instant};
 
+/// Length of one spin round of a waiter that never parks (`WaitPolicy::park(false)`
+/// or the spin backend), between two `sched_yield` calls.
+const NO_PARK_SPIN_ROUND_NS: u64 = 50_000;
+
 /// Bits of `state` that count parked (futex) waiters.
 const PARKED_MASK: u32 = 0x7fff_ffff;
 /// Bit of `state` that says async waiters are registered (their wakers must be woken).
@@ -366,12 +370,10 @@ impl WaitCell {
     /// ```
     #[inline]
     pub fn compare_exchange(&self, current: u32, new: u32) -> Result<u32, u32> {
-        let r = self.line.value.compare_exchange(
-            current,
-            new,
-            Ordering::SeqCst,
-            Ordering::Acquire,
-        );
+        let r = self
+            .line
+            .value
+            .compare_exchange(current, new, Ordering::SeqCst, Ordering::Acquire);
         if r.is_ok() {
             self.wake_parked(i32::MAX);
         }
@@ -425,6 +427,11 @@ impl WaitCell {
     #[inline(never)]
     fn wake_slow(&self, state: u32, n: i32) {
         if state & PARKED_MASK != 0 {
+            // Remember the hand-off (the answer we may wait for next comes after the
+            // partner's wake-up), unless the partner shares our CPU.
+            if !self.waiters.adapt.waking_on_same_cpu() {
+                crate::adapt::note_woke(self as *const WaitCell as usize);
+            }
             #[cfg(not(loom))]
             futex::wake(&self.line.value, n, self.waiters.shared);
             #[cfg(loom)]
@@ -591,10 +598,19 @@ impl WaitCell {
         let word = &self.line.value;
 
         // Tier 1: bounded spin.
-        let spin_ns = if pol.adaptive {
-            self.waiters.adapt.spin_budget(pol.spin_ns)
-        } else {
-            pol.spin_ns
+        let handoff = crate::adapt::take_woke(self as *const WaitCell as usize);
+        let can_help = !pol.adaptive || crate::adapt::spinning_can_help();
+        let spin_ns = match (pol.adaptive, can_help) {
+            (false, _) => pol.spin_ns,
+            (true, false) => 0,
+            (true, true) => {
+                let base = if handoff && pol.spin_ns > 0 {
+                    pol.spin_ns.max(crate::adapt::HANDOFF_SPIN_NS)
+                } else {
+                    pol.spin_ns
+                };
+                self.waiters.adapt.spin_budget(base)
+            }
         };
         let spun = spin_ns > 0;
         let done = |_: ()| {
@@ -614,8 +630,9 @@ impl WaitCell {
             }
         }
 
-        // Tier 2: hardware wait, bounded by its own budget.
-        if let (Some(hw), true) = (pol.hw, pol.hw_ns > 0) {
+        // Tier 2: hardware wait, bounded by its own budget (skipped, like the spin,
+        // when the CPU we would hold is needed by others).
+        if let (Some(hw), true) = (pol.hw, pol.hw_ns > 0 && can_help) {
             let until = cap(now_ns().saturating_add(pol.hw_ns));
             loop {
                 let v = word.load(Ordering::Acquire);
@@ -644,6 +661,14 @@ impl WaitCell {
                 return WaitResult::TimedOut(v);
             }
             if !pol.park {
+                // Never parks: spin in rounds, giving the CPU back between rounds so
+                // that a partner waiting for this CPU gets it at least then.
+                let round = pol.spin_ns.max(NO_PARK_SPIN_ROUND_NS);
+                if let Some(v) =
+                    spin::spin_until(word, &mut *pred, cap(now_ns().saturating_add(round)))
+                {
+                    return WaitResult::Ready(v);
+                }
                 yield_now();
                 continue;
             }
@@ -667,8 +692,13 @@ impl WaitCell {
 
     /// One park: announce, re-check, sleep, withdraw. `Ok(v)` when the re-check found
     /// the predicate true.
-    fn park(&self, pred: &mut dyn FnMut(u32) -> bool, deadline: Option<u64>) -> Result<u32, Parked> {
+    fn park(
+        &self,
+        pred: &mut dyn FnMut(u32) -> bool,
+        deadline: Option<u64>,
+    ) -> Result<u32, Parked> {
         let word = &self.line.value;
+        self.waiters.adapt.note_parking();
         self.line.state.fetch_add(1, Ordering::SeqCst); // (3)
         loom_sc_fence();
         let v = word.load(Ordering::SeqCst); // (4)

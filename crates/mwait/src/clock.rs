@@ -37,7 +37,7 @@ pub(crate) fn now_ns() -> u64 {
 #[cfg(loom)]
 pub(crate) fn now_ns() -> u64 {
     loom::thread_local! {
-        static NOW: core::cell::Cell<u64> = const { core::cell::Cell::new(1_000_000_000) };
+        static NOW: core::cell::Cell<u64> = core::cell::Cell::new(1_000_000_000);
     }
     NOW.with(|c| {
         let t = c.get() + LOOM_TICK_NS;

@@ -161,7 +161,9 @@ impl Capabilities {
             }
             Some(s)
         });
-        let mwait_interrupt_break = leaf5.as_ref().is_some_and(|m| m.interrupts_as_break_event());
+        let mwait_interrupt_break = leaf5
+            .as_ref()
+            .is_some_and(|m| m.interrupts_as_break_event());
         let waitpkg = max_leaf >= 7
             && cpuid
                 .get_extended_feature_info()
@@ -322,8 +324,7 @@ pub(crate) fn usable_cpus() -> usize {
         // at most `size_of::<cpu_set_t>()` bytes into it.
         let n = unsafe {
             let mut set: libc::cpu_set_t = core::mem::zeroed();
-            if libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0
-            {
+            if libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
                 libc::CPU_COUNT(&set) as usize
             } else {
                 0
@@ -389,7 +390,10 @@ impl fmt::Display for Capabilities {
         )?;
         match self.tsc_hz_cpuid {
             Some(hz) => writeln!(f, "TSC rate (CPUID):  {:.3} MHz", hz as f64 / 1e6)?,
-            None => writeln!(f, "TSC rate (CPUID):  not reported (calibrated when needed)")?,
+            None => writeln!(
+                f,
+                "TSC rate (CPUID):  not reported (calibrated when needed)"
+            )?,
         }
         match self.umwait_control {
             Some(c) => writeln!(

@@ -334,13 +334,19 @@ pub struct Selection {
 
 fn parse_disable(s: Option<&str>) -> Result<Vec<Backend>, SelectError> {
     let mut out = Vec::new();
-    for item in s.unwrap_or("").split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    for item in s
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
         match item.to_ascii_lowercase().as_str() {
             "hw" | "hardware" => out.extend([Backend::Umwait, Backend::Mwaitx, Backend::Kernel]),
             "all" => out.extend([Backend::Umwait, Backend::Mwaitx, Backend::Kernel]),
-            _ => out.push(item.parse().map_err(|e| {
-                SelectError(format!("MWAIT_DISABLE: {e}"))
-            })?),
+            _ => out.push(
+                item.parse()
+                    .map_err(|e| SelectError(format!("MWAIT_DISABLE: {e}")))?,
+            ),
         }
     }
     Ok(out)
@@ -367,7 +373,8 @@ pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectE
             )));
         }
         let offered = caps.offers(b);
-        if !offered && !(env.unsafe_force && b.is_hardware()) {
+        let allowed = offered || (env.unsafe_force && b.is_hardware());
+        if !allowed {
             return Err(SelectError(format!(
                 "MWAIT_BACKEND={b}: this machine does not offer it ({}); unset \
                  MWAIT_BACKEND, or for tests on a CPU known to execute it set \
@@ -376,9 +383,10 @@ pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectE
             )));
         }
         let hw = if b.is_hardware() {
-            Some(backend::hw_tier(b, caps, !offered).map_err(|e| {
-                SelectError(format!("MWAIT_BACKEND={b}: cannot use it: {e}"))
-            })?)
+            Some(
+                backend::hw_tier(b, caps, !offered)
+                    .map_err(|e| SelectError(format!("MWAIT_BACKEND={b}: cannot use it: {e}")))?,
+            )
         } else {
             None
         };
@@ -520,27 +528,36 @@ fn backend_hw(b: Backend) -> Option<HwTier> {
     if !b.is_hardware() {
         return None;
     }
-    static CACHE: [OnceLock<Result<HwTier, String>>; 3] =
-        [OnceLock::new(), OnceLock::new(), OnceLock::new()];
-    let i = match b {
-        Backend::Umwait => 0,
-        Backend::Mwaitx => 1,
-        _ => 2,
-    };
-    let r = CACHE[i].get_or_init(|| {
-        let caps = Capabilities::detect();
-        let env = EnvConfig::from_env();
-        let offered = caps.offers(b);
-        if !offered && !env.unsafe_force {
-            return Err(format!(
-                "this machine does not offer it ({})",
-                missing_reason(caps, b)
-            ));
+    // The model checker has no hardware: every hardware tier is loom's stand-in, an
+    // episode that may end spuriously at any point.
+    #[cfg(loom)]
+    {
+        Some(HwTier::Model)
+    }
+    #[cfg(not(loom))]
+    {
+        static CACHE: [OnceLock<Result<HwTier, String>>; 3] =
+            [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+        let i = match b {
+            Backend::Umwait => 0,
+            Backend::Mwaitx => 1,
+            _ => 2,
+        };
+        let r = CACHE[i].get_or_init(|| {
+            let caps = Capabilities::detect();
+            let env = EnvConfig::from_env();
+            let offered = caps.offers(b);
+            if !offered && !env.unsafe_force {
+                return Err(format!(
+                    "this machine does not offer it ({})",
+                    missing_reason(caps, b)
+                ));
+            }
+            backend::hw_tier(b, caps, !offered)
+        });
+        match r {
+            Ok(t) => Some(*t),
+            Err(e) => panic!("mwait: WaitPolicy::backend({b}): {e}"),
         }
-        backend::hw_tier(b, caps, !offered)
-    });
-    match r {
-        Ok(t) => Some(*t),
-        Err(e) => panic!("mwait: WaitPolicy::backend({b}): {e}"),
     }
 }

@@ -127,8 +127,7 @@ pub(crate) trait HardwareWait {
     /// Implementations arm the monitor, re-load `word` and return `Woken` at once if it
     /// no longer holds `old` (the store may have landed before the arm), and only then
     /// wait. Returning early is always allowed.
-    fn wait_episode(&self, word: &AtomicU32, old: u32, deadline_ns: u64, cstate: CState)
-        -> HwWake;
+    fn wait_episode(&self, word: &AtomicU32, old: u32, deadline_ns: u64, cstate: CState) -> HwWake;
 }
 
 /// The hardware tier in use, if any: a capability token (or the shim's handle) per

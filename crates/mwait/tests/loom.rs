@@ -1,0 +1,135 @@
+//! Loom model of the wait/notify protocol.
+//!
+//! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait --test loom
+//! --release`
+//! (`cargo xtask test` does). Loom explores every interleaving (and every weak-memory
+//! outcome it models) of the threads below; a lost wake-up shows as a deadlock, which
+//! loom reports as a failure.
+//!
+//! In the model the futex is a mutex (the kernel's bucket lock) plus a condvar, the
+//! clock advances 1 ms per reading (so spin and hardware budgets end after one round),
+//! timed futex waits return at once as "timed out", and a hardware-wait episode is a
+//! yield that may end spuriously.
+#![cfg(loom)]
+
+use loom::sync::Arc;
+use loom::thread;
+use mwait::{Backend, WaitCell, WaitPolicy, WaitResult};
+use std::time::Duration;
+
+/// Park at once: the interesting interleavings are all in the park path.
+fn futex_only() -> WaitPolicy {
+    WaitPolicy::new().backend(Backend::Futex)
+}
+
+/// Spin (one model round), then park.
+fn spin_then_park() -> WaitPolicy {
+    WaitPolicy::new()
+        .backend(Backend::Futex)
+        .spin(Duration::from_nanos(1))
+}
+
+/// A hardware tier (loom's stand-in), then park.
+fn hardware_then_park() -> WaitPolicy {
+    WaitPolicy::new()
+        .backend(Backend::Umwait)
+        .spin(Duration::ZERO)
+        .hardware(Duration::from_nanos(1))
+}
+
+#[test]
+fn waiter_vs_notifier() {
+    loom::model(|| {
+        let cell = Arc::new(WaitCell::new(0));
+        let c = cell.clone();
+        let waiter = thread::spawn(move || c.wait_until_with(|v| v == 1, &futex_only()));
+        cell.store(1);
+        assert_eq!(waiter.join().unwrap(), 1);
+        assert_eq!(cell.parked_waiters(), 0);
+    });
+}
+
+#[test]
+fn waiter_with_spin_vs_fetch_add() {
+    loom::model(|| {
+        let cell = Arc::new(WaitCell::new(0));
+        let c = cell.clone();
+        let waiter = thread::spawn(move || c.wait_until_with(|v| v != 0, &spin_then_park()));
+        cell.fetch_add(1);
+        assert_eq!(waiter.join().unwrap(), 1);
+    });
+}
+
+#[test]
+fn notify_after_as_atomic_store() {
+    loom::model(|| {
+        let cell = Arc::new(WaitCell::new(0));
+        let c = cell.clone();
+        let waiter = thread::spawn(move || c.wait_until_with(|v| v == 7, &futex_only()));
+        cell.as_atomic()
+            .store(7, loom::sync::atomic::Ordering::Relaxed);
+        cell.notify_one();
+        assert_eq!(waiter.join().unwrap(), 7);
+    });
+}
+
+#[test]
+fn two_waiters_notify_all() {
+    loom::model(|| {
+        let cell = Arc::new(WaitCell::new(0));
+        let waiters: Vec<_> = [1u32, 2]
+            .into_iter()
+            .map(|want| {
+                let c = cell.clone();
+                // Different predicates: the first is satisfied by the first store,
+                // the second only by the second one.
+                thread::spawn(move || c.wait_until_with(move |v| v >= want, &futex_only()))
+            })
+            .collect();
+        cell.store(1);
+        cell.store(2);
+        for w in waiters {
+            assert!(w.join().unwrap() >= 1);
+        }
+        assert_eq!(cell.parked_waiters(), 0);
+    });
+}
+
+#[test]
+fn timed_wait_racing_notify() {
+    loom::model(|| {
+        let cell = Arc::new(WaitCell::new(0));
+        let c = cell.clone();
+        let waiter = thread::spawn(move || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(3600);
+            c.wait_until_deadline_with(|v| v == 1, deadline, &futex_only())
+        });
+        cell.store(1);
+        match waiter.join().unwrap() {
+            WaitResult::Ready(v) => assert_eq!(v, 1),
+            // In the model a timed park may time out at any moment; then the value it
+            // reports is one it saw, and the predicate was false for it.
+            WaitResult::TimedOut(v) => assert_eq!(v, 0),
+        }
+        // Whatever happened, the waiter withdrew: a later notify makes no wake call.
+        assert_eq!(cell.parked_waiters(), 0);
+    });
+}
+
+#[test]
+fn hardware_waiter_and_parked_waiter_on_one_cell() {
+    loom::model(|| {
+        let cell = Arc::new(WaitCell::new(0));
+        let hw = {
+            let c = cell.clone();
+            thread::spawn(move || c.wait_until_with(|v| v == 1, &hardware_then_park()))
+        };
+        let parked = {
+            let c = cell.clone();
+            thread::spawn(move || c.wait_until_with(|v| v == 1, &futex_only()))
+        };
+        cell.store(1);
+        assert_eq!(hw.join().unwrap(), 1);
+        assert_eq!(parked.join().unwrap(), 1);
+    });
+}

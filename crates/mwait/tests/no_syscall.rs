@@ -1,0 +1,67 @@
+//! Proof that a notify makes no system call when nobody is parked, and one when
+//! somebody is: run with `--features test-counters` (`cargo xtask test` does), which
+//! counts every `futex_wake` the crate makes.
+#![cfg(feature = "test-counters")]
+
+use mwait::test_counters::futex_wake_calls;
+use mwait::{Backend, WaitCell, WaitPolicy};
+use std::sync::Mutex;
+use std::thread;
+use std::time::Duration;
+
+/// The counter is process-wide: tests that read it take turns.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+#[test]
+fn uncontended_writers_make_no_wake_call() {
+    let _g = SERIAL.lock().unwrap();
+    let cell = WaitCell::new(0);
+    let before = futex_wake_calls();
+    for i in 0..10_000u32 {
+        cell.store(i);
+        cell.swap(i);
+        cell.fetch_add(1);
+        cell.fetch_or(1);
+        cell.fetch_and(!0);
+        let _ = cell.compare_exchange(cell.load(), i);
+        cell.notify_one();
+        cell.notify_all();
+    }
+    assert_eq!(futex_wake_calls(), before);
+}
+
+#[test]
+fn spinning_waiter_costs_the_notifier_nothing() {
+    let _g = SERIAL.lock().unwrap();
+    let cell = WaitCell::new(0);
+    let before = futex_wake_calls();
+    let spin_only = WaitPolicy::new().backend(Backend::Spin);
+    thread::scope(|s| {
+        let w = s.spawn(|| cell.wait_until_with(|v| v == 1, &spin_only));
+        thread::sleep(Duration::from_millis(5));
+        cell.store(1);
+        assert_eq!(w.join().unwrap(), 1);
+    });
+    assert_eq!(futex_wake_calls(), before, "a spinning waiter never parks");
+}
+
+#[test]
+fn parked_waiter_gets_exactly_the_wake_it_needs() {
+    let _g = SERIAL.lock().unwrap();
+    let cell = WaitCell::new(0);
+    let park_at_once = WaitPolicy::new().backend(Backend::Futex);
+    thread::scope(|s| {
+        let w = s.spawn(|| cell.wait_until_with(|v| v == 1, &park_at_once));
+        while cell.parked_waiters() == 0 {
+            thread::yield_now();
+        }
+        let before = futex_wake_calls();
+        cell.store(1);
+        assert_eq!(w.join().unwrap(), 1);
+        assert_eq!(futex_wake_calls(), before + 1, "one store, one wake call");
+    });
+    // The waiter has withdrawn: the next store is free again.
+    let before = futex_wake_calls();
+    cell.store(2);
+    assert_eq!(futex_wake_calls(), before);
+}
