@@ -184,7 +184,7 @@ fn oversubscribed(cpus: usize) -> bool {
     }
     #[cfg(not(all(target_os = "linux", not(loom))))]
     {
-        let _ = (cpus, &LOAD_CHECKED_NS);
+        let _ = (cpus, &LOAD_CHECKED_NS, LOAD_CHECK_INTERVAL_NS);
         OVERSUBSCRIBED.load(Relaxed) != 0
     }
 }
