@@ -73,23 +73,23 @@ pub struct Capabilities {
     pub brand: String,
     /// Display family, model and stepping (CPUID leaf 1).
     pub family_model_stepping: (u32, u32, u32),
-    /// CPUID leaf 1 ECX[31]: running under a hypervisor.
+    /// CPUID leaf 1 ECX\[31\]: running under a hypervisor.
     pub hypervisor: bool,
     /// The hypervisor's vendor signature (leaf 0x4000_0000), e.g. `KVMKVMKVM`.
     pub hypervisor_vendor: Option<String>,
-    /// CPUID leaf 1 ECX[3]: MONITOR/MWAIT (ring 0 only on Intel).
+    /// CPUID leaf 1 ECX\[3\]: MONITOR/MWAIT (ring 0 only on Intel).
     pub monitor_mwait: bool,
     /// CPUID leaf 5: smallest and largest monitor line size in bytes.
     pub monitor_line: Option<(u16, u16)>,
     /// CPUID leaf 5 EDX: MWAIT sub-states per C-state, C0 to C7 (4 bits each).
     pub mwait_substates: Option<[u8; 8]>,
-    /// CPUID leaf 5 ECX[1]: MWAIT can treat interrupts as break events even when masked.
+    /// CPUID leaf 5 ECX\[1\]: MWAIT can treat interrupts as break events even when masked.
     pub mwait_interrupt_break: bool,
-    /// CPUID leaf 7.0 ECX[5]: UMONITOR/UMWAIT/TPAUSE.
+    /// CPUID leaf 7.0 ECX\[5\]: UMONITOR/UMWAIT/TPAUSE.
     pub waitpkg: bool,
-    /// CPUID 0x8000_0001 ECX[29]: MONITORX/MWAITX (AMD).
+    /// CPUID 0x8000_0001 ECX\[29\]: MONITORX/MWAITX (AMD).
     pub monitorx: bool,
-    /// CPUID 0x8000_0007 EDX[8]: the TSC runs at a constant rate in all states.
+    /// CPUID 0x8000_0007 EDX\[8\]: the TSC runs at a constant rate in all states.
     pub tsc_invariant: bool,
     /// TSC frequency in Hz from CPUID leaf 0x15 (or 0x16's base frequency); `None`
     /// when the CPU does not say (AMD never does): then it is calibrated.

@@ -3,9 +3,11 @@
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicU32, Ordering};
+#[cfg(loom)]
+pub(crate) use std::sync::atomic::compiler_fence;
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{fence, AtomicU32, Ordering};
+pub(crate) use core::sync::atomic::{compiler_fence, fence, AtomicU32, Ordering};
 
 /// One step of a busy-wait: PAUSE on x86, YIELD on Arm, a model yield under loom.
 #[inline]

@@ -18,6 +18,81 @@ pub(crate) enum Parked {
     TimedOut,
 }
 
+/// Whether notifiers may use the light half of the asymmetric barrier: set once,
+/// when this process has registered for `membarrier(PRIVATE_EXPEDITED)`, never reset.
+/// Read (`Relaxed`) on every uncontended notify; written once.
+static LIGHT_NOTIFY: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Whether a notifier may order its store before its load of `state` with a
+/// compiler barrier only (the waiter side then pays with `membarrier`). See the
+/// "Notes about memory ordering" in `cell.rs`.
+#[inline(always)]
+pub(crate) fn light_notify() -> bool {
+    LIGHT_NOTIFY.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+/// The waiter's heavy barrier, between announcing itself in `state` and its final
+/// re-check of the value: `membarrier(PRIVATE_EXPEDITED)` where this process could
+/// register for it (then notifiers use the light path), else a `SeqCst` fence (then
+/// they never do). The first call registers; every waiter blocks on that one-time
+/// registration, so no waiter can take the fence path once a notifier may take the
+/// light one.
+#[cfg(all(target_os = "linux", not(loom)))]
+pub(crate) fn waiter_barrier() {
+    use std::sync::OnceLock;
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    let light = *REGISTERED.get_or_init(|| {
+        let ok = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+        if ok {
+            LIGHT_NOTIFY.store(true, core::sync::atomic::Ordering::SeqCst);
+        }
+        ok
+    });
+    if !light {
+        core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+        return;
+    }
+    if membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 {
+        // EPERM: this memory map is not registered (a child after fork() inherits
+        // our flag but, on some kernels, not the registration). Register and retry;
+        // the notifiers of this process rely on it, so failing here is fatal.
+        let again = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0
+            && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
+        assert!(
+            again,
+            "mwait: membarrier(PRIVATE_EXPEDITED) failed after registration: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+/// Without membarrier (or in the loom model) notifiers never take the light path,
+/// and a `SeqCst` fence is the waiter's whole barrier.
+#[cfg(not(all(target_os = "linux", not(loom))))]
+pub(crate) fn waiter_barrier() {
+    crate::primitive::fence(crate::primitive::Ordering::SeqCst);
+}
+
+/// `membarrier(2)` commands (linux/membarrier.h; not in the libc crate).
+#[cfg(all(target_os = "linux", not(loom)))]
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+#[cfg(all(target_os = "linux", not(loom)))]
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+#[cfg(all(target_os = "linux", not(loom)))]
+fn membarrier(cmd: libc::c_int) -> libc::c_long {
+    // SAFETY: membarrier takes two integers and a cpu id (unused without the
+    // CPU flag) and touches no user memory.
+    unsafe {
+        libc::syscall(
+            libc::SYS_membarrier,
+            cmd,
+            0 as libc::c_uint,
+            0 as libc::c_int,
+        )
+    }
+}
+
 #[cfg(feature = "test-counters")]
 pub(crate) static FUTEX_WAKE_CALLS: std::sync::atomic::AtomicU64 =
     std::sync::atomic::AtomicU64::new(0);
