@@ -280,11 +280,23 @@ impl WaitCell {
     cell_ctor!();
 
     /// The cell's own policy.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(*mwait::WaitCell::new(0).policy(), mwait::WaitPolicy::new());
+    /// ```
     pub fn policy(&self) -> &WaitPolicy {
         &self.waiters.policy
     }
 
     /// Whether parked waiters use process-shared futexes ([`WaitCell::new_shared`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(!mwait::WaitCell::new(0).is_shared());
+    /// ```
     pub fn is_shared(&self) -> bool {
         self.waiters.shared
     }

@@ -46,6 +46,13 @@ pub struct OsFacts {
 
 impl OsFacts {
     /// Reads the facts of the running system.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let os = mwait::OsFacts::read();
+    /// assert!(os.usable_cpus >= 1);
+    /// ```
     pub fn read() -> OsFacts {
         OsFacts {
             umwait_control: read_umwait_control(),
@@ -112,6 +119,25 @@ impl Capabilities {
 
     /// Decodes the capabilities from a CPUID reader and OS facts. This is the pure part
     /// of detection: tests feed it recorded CPUID dumps.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[cfg(target_arch = "x86_64")] {
+    /// use mwait::{Capabilities, OsFacts};
+    /// use mwait::raw_cpuid::CpuIdResult;
+    /// // A CPU that answers only leaf 0 and leaf 1, with WAITPKG nowhere.
+    /// let reader = |leaf: u32, _sub: u32| match leaf {
+    ///     0 => CpuIdResult { eax: 1, ebx: 0x756e_6547, ecx: 0x6c65_746e, edx: 0x4965_6e69 },
+    ///     1 => CpuIdResult { eax: 0x906ea, ebx: 0, ecx: 1 << 3, edx: 0 },
+    ///     _ => CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 },
+    /// };
+    /// let os = OsFacts { umwait_control: None, dev_mwait: false, usable_cpus: 4 };
+    /// let caps = Capabilities::from_cpuid(reader, os);
+    /// assert_eq!(caps.vendor, mwait::Vendor::Intel);
+    /// assert!(caps.monitor_mwait && !caps.waitpkg);
+    /// # }
+    /// ```
     #[cfg(target_arch = "x86_64")]
     pub fn from_cpuid<R: raw_cpuid::CpuIdReader>(reader: R, os: OsFacts) -> Capabilities {
         use raw_cpuid::CpuId;
@@ -220,6 +246,13 @@ impl Capabilities {
     }
 
     /// Capabilities of a target without CPUID: no hardware wait at all.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let caps = mwait::Capabilities::without_cpuid(mwait::OsFacts::read());
+    /// assert!(caps.offered().iter().all(|b| !b.is_hardware()));
+    /// ```
     pub fn without_cpuid(os: OsFacts) -> Capabilities {
         Capabilities {
             vendor: Vendor::Other(std::env::consts::ARCH.to_string()),
@@ -243,6 +276,13 @@ impl Capabilities {
 
     /// The backends whose instructions or devices this machine offers, best first
     /// (before any kill switch or self-test).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let offered = mwait::Capabilities::detect().offered();
+    /// assert_eq!(offered.last(), Some(&mwait::Backend::Spin));
+    /// ```
     pub fn offered(&self) -> Vec<crate::Backend> {
         use crate::Backend;
         Backend::ALL
@@ -252,6 +292,12 @@ impl Capabilities {
     }
 
     /// Whether this machine offers `backend` (CPUID, device and OS facts only).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(mwait::Capabilities::detect().offers(mwait::Backend::Spin));
+    /// ```
     pub fn offers(&self, backend: crate::Backend) -> bool {
         use crate::Backend;
         match backend {

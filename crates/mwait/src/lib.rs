@@ -84,6 +84,10 @@ pub use policy::{
     select, selection, try_selection, CState, Defaults, EnvConfig, SelectError, Selection,
     WaitPolicy, HW_BUDGET_NS, SPIN_BUDGET_HYPERVISOR_NS, SPIN_BUDGET_NS,
 };
+/// The CPUID crate whose [`CpuIdReader`](raw_cpuid::CpuIdReader) feeds
+/// [`Capabilities::from_cpuid`], re-exported so that callers use the same version.
+#[cfg(target_arch = "x86_64")]
+pub use raw_cpuid;
 
 /// Counters compiled in with the `test-counters` feature, for tests that prove what
 /// the fast paths do not do.

@@ -248,6 +248,13 @@ pub struct Defaults {
 
 impl Defaults {
     /// The defaults for a machine with these capabilities.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let d = mwait::Defaults::for_caps(mwait::Capabilities::detect());
+    /// assert!(d.spin_ns <= mwait::SPIN_BUDGET_NS);
+    /// ```
     pub fn for_caps(caps: &Capabilities) -> Defaults {
         let spin_ns = if caps.usable_cpus <= 1 {
             // Spinning on the only CPU we have delays the very thread we wait for.
@@ -281,6 +288,15 @@ pub struct EnvConfig {
 
 impl EnvConfig {
     /// Reads the variables of this process.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let env = mwait::EnvConfig::from_env();
+    /// if env.backend.is_none() {
+    ///     println!("MWAIT_BACKEND is unset: auto-selection");
+    /// }
+    /// ```
     pub fn from_env() -> EnvConfig {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         EnvConfig {
@@ -355,6 +371,18 @@ fn parse_disable(s: Option<&str>) -> Result<Vec<Backend>, SelectError> {
 /// Chooses the backend from capabilities and the environment. Pure apart from
 /// opening the kernel shim and the hardware self-tests, which run only for hardware
 /// backends that CPUID offers (or that `MWAIT_UNSAFE_FORCE` lets through).
+///
+/// # Examples
+///
+/// ```
+/// use mwait::{select, Backend, Capabilities, EnvConfig};
+/// let env = EnvConfig { backend: Some("futex".into()), ..EnvConfig::default() };
+/// # if cfg!(target_os = "linux") {
+/// let sel = select(Capabilities::detect(), &env).unwrap();
+/// assert_eq!(sel.backend, Backend::Futex);
+/// assert!(sel.forced);
+/// # }
+/// ```
 pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectError> {
     let disabled = parse_disable(env.disable.as_deref())?;
     let defaults = Defaults::for_caps(caps);
