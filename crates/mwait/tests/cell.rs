@@ -288,3 +288,24 @@ fn this_process_selection_is_consistent_with_detection() {
     assert!(caps.offers(sel.backend) || sel.unsafe_forced, "{sel:?}");
     assert!(caps.usable_cpus >= 1);
 }
+
+#[test]
+fn huge_timeouts_saturate_instead_of_overflowing() {
+    let cell = Arc::new(WaitCell::new(0));
+    let c = cell.clone();
+    let policy = WaitPolicy::new().backend(Backend::Futex);
+    let t = thread::spawn(move || {
+        let far = Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600);
+        let a = c.wait_until_timeout(|v| v >= 1, Duration::MAX);
+        let b = c.wait_until_deadline_with(|v| v >= 2, far, &policy);
+        (a, b)
+    });
+    cell.store(1);
+    while cell.parked_waiters() == 0 && !t.is_finished() {
+        thread::yield_now();
+    }
+    cell.store(2);
+    let (a, b) = t.join().unwrap();
+    assert!(matches!(a, WaitResult::Ready(v) if v >= 1));
+    assert_eq!(b, WaitResult::Ready(2));
+}
