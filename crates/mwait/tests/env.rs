@@ -1,0 +1,101 @@
+//! The environment variables, end to end: each case re-runs this test binary as a
+//! child process with the variables set (the selection is made once per process).
+
+use mwait::{Backend, Capabilities};
+use std::process::Command;
+
+/// Set in the child: which case to run.
+const CHILD: &str = "MWAIT_TEST_ENV_CHILD";
+
+/// Runs `case` in a child with `vars`; returns (success, stdout + stderr).
+fn child(case: &str, vars: &[(&str, &str)]) -> (bool, String) {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
+        .env(CHILD, case)
+        .env_remove("MWAIT_BACKEND")
+        .env_remove("MWAIT_DISABLE")
+        .env_remove("MWAIT_UNSAFE_FORCE");
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+/// The child side: does what `MWAIT_TEST_ENV_CHILD` says; a no-op in the parent run.
+#[test]
+fn child_entry() {
+    let Ok(case) = std::env::var(CHILD) else {
+        return;
+    };
+    match case.as_str() {
+        "report" => {
+            let sel = mwait::selection();
+            println!("backend={} reason={}", sel.backend, sel.reason);
+        }
+        "wait" => {
+            let cell = mwait::WaitCell::new(1);
+            // A wait that must climb the ladder (timed out at once) resolves the
+            // selection, which panics on a refused environment.
+            let r = cell.wait_until_timeout(|v| v == 2, std::time::Duration::from_micros(1));
+            println!("waited: {r:?}");
+        }
+        other => panic!("unknown case {other}"),
+    }
+}
+
+#[test]
+fn forced_spin_and_futex_are_used_and_reported() {
+    for name in ["spin", "futex"] {
+        if !Capabilities::detect().offers(name.parse().unwrap()) {
+            continue;
+        }
+        let (ok, out) = child("report", &[("MWAIT_BACKEND", name)]);
+        assert!(ok, "{out}");
+        assert!(out.contains(&format!("backend={name} ")), "{out}");
+        assert!(out.contains("MWAIT_BACKEND"), "{out}");
+    }
+}
+
+#[test]
+fn forcing_a_backend_the_cpu_lacks_fails_loudly_on_first_wait() {
+    let caps = Capabilities::detect();
+    for b in [Backend::Umwait, Backend::Mwaitx, Backend::Kernel] {
+        let (ok, out) = child("wait", &[("MWAIT_BACKEND", b.name())]);
+        if caps.offers(b) {
+            assert!(ok, "{b} is offered here, forcing it must work: {out}");
+        } else {
+            assert!(!ok, "{b} is not offered here, forcing it must fail: {out}");
+            assert!(
+                out.contains(&format!(
+                    "mwait: MWAIT_BACKEND={b}: this machine does not offer it"
+                )),
+                "{out}"
+            );
+        }
+    }
+}
+
+#[test]
+fn kill_switch_removes_hardware_backends_from_auto_selection() {
+    let (ok, out) = child("report", &[("MWAIT_DISABLE", "hw")]);
+    assert!(ok, "{out}");
+    assert!(
+        !out.contains("backend=umwait")
+            && !out.contains("backend=mwaitx")
+            && !out.contains("backend=kernel"),
+        "{out}"
+    );
+}
+
+#[test]
+fn garbage_in_the_environment_names_the_variable() {
+    let (ok, out) = child("wait", &[("MWAIT_BACKEND", "warp-drive")]);
+    assert!(!ok);
+    assert!(
+        out.contains("MWAIT_BACKEND: unknown backend `warp-drive`"),
+        "{out}"
+    );
+}
