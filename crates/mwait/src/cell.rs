@@ -689,7 +689,12 @@ impl WaitCell {
             }
         };
         if spun {
-            let hit = spin::spin_until(word, &mut *pred, cap(start.saturating_add(spin_ns)));
+            let hit = spin::spin_until(
+                word,
+                &mut *pred,
+                cap(start.saturating_add(spin_ns)),
+                pol.spin_pause,
+            );
             if pol.adaptive {
                 self.waiters.adapt.record_spin(hit.is_some());
             }
@@ -732,9 +737,12 @@ impl WaitCell {
                 // Never parks: spin in rounds, giving the CPU back between rounds so
                 // that a partner waiting for this CPU gets it at least then.
                 let round = pol.spin_ns.max(NO_PARK_SPIN_ROUND_NS);
-                if let Some(v) =
-                    spin::spin_until(word, &mut *pred, cap(now_ns().saturating_add(round)))
-                {
+                if let Some(v) = spin::spin_until(
+                    word,
+                    &mut *pred,
+                    cap(now_ns().saturating_add(round)),
+                    pol.spin_pause,
+                ) {
                     return WaitResult::Ready(v);
                 }
                 yield_now();

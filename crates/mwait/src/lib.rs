@@ -70,19 +70,23 @@
 #![warn(missing_docs)]
 
 mod adapt;
+mod arch;
 mod backend;
 mod cell;
 mod clock;
 mod detect;
 mod policy;
 mod primitive;
+#[cfg(all(target_arch = "x86_64", not(loom)))]
+mod tsc;
 
 pub use backend::{Backend, ParseBackendError};
 pub use cell::{WaitCell, WaitResult};
 pub use detect::{Capabilities, OsFacts, UmwaitControl, Vendor};
 pub use policy::{
-    select, selection, try_selection, CState, Defaults, EnvConfig, SelectError, Selection,
-    WaitPolicy, HW_BUDGET_NS, SPIN_BUDGET_HYPERVISOR_NS, SPIN_BUDGET_NS,
+    plan, select, selection, try_selection, CState, Defaults, EnvConfig, SelectError, Selection,
+    WaitPolicy, C0_2_MIN_LATENCY_NS, C1_MIN_LATENCY_NS, HW_BUDGET_NS, SPIN_BUDGET_HYPERVISOR_NS,
+    SPIN_BUDGET_NS,
 };
 /// The CPUID crate whose [`CpuIdReader`](raw_cpuid::CpuIdReader) feeds
 /// [`Capabilities::from_cpuid`], re-exported so that callers use the same version.

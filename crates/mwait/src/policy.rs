@@ -48,6 +48,37 @@ pub enum CState {
     C1,
 }
 
+/// Below this wake-latency budget only C0.1 is fast enough.
+pub const C0_2_MIN_LATENCY_NS: u64 = 1_000;
+/// From this wake-latency budget on, C1 is acceptable: MWAIT C1 exits take about 1–2 µs
+/// on current server cores; the margin covers a VM's slower interrupt path.
+pub const C1_MIN_LATENCY_NS: u64 = 5_000;
+
+impl CState {
+    /// The deepest state whose wake-up fits in `budget`: under 1 µs C0.1, under 5 µs
+    /// C0.2 (about 0.5 µs more than C0.1 on Intel), else C1.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mwait::CState;
+    /// use std::time::Duration;
+    /// assert_eq!(CState::for_wake_latency(Duration::from_nanos(300)), CState::C0_1);
+    /// assert_eq!(CState::for_wake_latency(Duration::from_micros(2)), CState::C0_2);
+    /// assert_eq!(CState::for_wake_latency(Duration::from_millis(1)), CState::C1);
+    /// ```
+    pub const fn for_wake_latency(budget: Duration) -> CState {
+        let ns = duration_ns(budget);
+        if ns < C0_2_MIN_LATENCY_NS {
+            CState::C0_1
+        } else if ns < C1_MIN_LATENCY_NS {
+            CState::C0_2
+        } else {
+            CState::C1
+        }
+    }
+}
+
 /// A budget that is either the detected default or fixed by the caller.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 enum Budget {
@@ -142,6 +173,22 @@ impl WaitPolicy {
         self
     }
 
+    /// The power state from a wake-latency budget: how much later than the store the
+    /// waiter may wake ([`CState::for_wake_latency`]). Without it, the default is
+    /// [`CState::C0_1`], the fastest wake-up.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mwait::{CState, WaitPolicy};
+    /// use std::time::Duration;
+    /// let p = WaitPolicy::new().wake_latency(Duration::from_micros(50));
+    /// assert_eq!(p.get_cstate(), CState::C1);
+    /// ```
+    pub const fn wake_latency(self, budget: Duration) -> WaitPolicy {
+        self.cstate(CState::for_wake_latency(budget))
+    }
+
     /// Use `backend`'s ladder for these waits instead of the process's choice.
     /// `Backend::Futex` parks at once unless a spin budget is set; `Backend::Spin`
     /// never parks. A hardware backend must be usable here (see [`Selection`]): a wait
@@ -209,6 +256,7 @@ impl WaitPolicy {
             spin_ns,
             hw_ns,
             hw,
+            spin_pause: sel.spin_pause,
             park: self.park && backend != Backend::Spin,
             adaptive: self.adaptive && matches!(self.spin, Budget::Auto),
             cstate: self.cstate,
@@ -231,6 +279,7 @@ pub(crate) struct Resolved {
     pub spin_ns: u64,
     pub hw_ns: u64,
     pub hw: Option<HwTier>,
+    pub spin_pause: Option<SpinPause>,
     pub park: bool,
     pub adaptive: bool,
     pub cstate: CState,
@@ -343,9 +392,12 @@ pub struct Selection {
     pub unsafe_forced: bool,
     /// Hardware backends that were offered but could not be used, with the reason.
     pub rejected: Vec<(Backend, String)>,
+    /// A forced hardware backend that failed its self-test, with the reason.
+    pub demoted: Option<(Backend, String)>,
     /// The default budgets.
     pub defaults: Defaults,
     pub(crate) hw: Option<HwTier>,
+    pub(crate) spin_pause: Option<SpinPause>,
 }
 
 fn parse_disable(s: Option<&str>) -> Result<Vec<Backend>, SelectError> {
@@ -368,22 +420,22 @@ fn parse_disable(s: Option<&str>) -> Result<Vec<Backend>, SelectError> {
     Ok(out)
 }
 
-/// Chooses the backend from capabilities and the environment. Pure apart from
-/// opening the kernel shim and the hardware self-tests, which run only for hardware
-/// backends that CPUID offers (or that `MWAIT_UNSAFE_FORCE` lets through).
+/// Chooses the backend from capabilities and the environment without touching the
+/// hardware: no instruction runs, no device is opened. [`select`] then builds the
+/// chosen tier; this is the part that tests run on recorded CPUID dumps of other CPUs.
 ///
 /// # Examples
 ///
 /// ```
-/// use mwait::{select, Backend, Capabilities, EnvConfig};
+/// use mwait::{plan, Backend, Capabilities, EnvConfig};
 /// let env = EnvConfig { backend: Some("futex".into()), ..EnvConfig::default() };
 /// # if cfg!(target_os = "linux") {
-/// let sel = select(Capabilities::detect(), &env).unwrap();
+/// let sel = plan(Capabilities::detect(), &env).unwrap();
 /// assert_eq!(sel.backend, Backend::Futex);
 /// assert!(sel.forced);
 /// # }
 /// ```
-pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectError> {
+pub fn plan(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectError> {
     let disabled = parse_disable(env.disable.as_deref())?;
     let defaults = Defaults::for_caps(caps);
     let forced = match env.backend.as_deref().map(str::trim) {
@@ -393,6 +445,18 @@ pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectE
             s.parse::<Backend>()
                 .map_err(|e| SelectError(format!("MWAIT_BACKEND: {e}")))?,
         ),
+    };
+    let base = Selection {
+        backend: Backend::Spin,
+        reason: String::new(),
+        disabled: disabled.clone(),
+        forced: false,
+        unsafe_forced: false,
+        rejected: Vec::new(),
+        demoted: None,
+        defaults,
+        hw: None,
+        spin_pause: None,
     };
     if let Some(b) = forced {
         if disabled.contains(&b) {
@@ -410,14 +474,6 @@ pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectE
                 missing_reason(caps, b)
             )));
         }
-        let hw = if b.is_hardware() {
-            Some(
-                backend::hw_tier(b, caps, !offered)
-                    .map_err(|e| SelectError(format!("MWAIT_BACKEND={b}: cannot use it: {e}")))?,
-            )
-        } else {
-            None
-        };
         return Ok(Selection {
             backend: b,
             reason: if offered {
@@ -428,12 +484,9 @@ pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectE
                     missing_reason(caps, b)
                 )
             },
-            disabled,
             forced: true,
             unsafe_forced: !offered,
-            rejected: Vec::new(),
-            defaults,
-            hw,
+            ..base
         });
     }
     let mut rejected = Vec::new();
@@ -445,32 +498,13 @@ pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectE
             rejected.push((b, "turned off by MWAIT_DISABLE".to_string()));
             continue;
         }
-        if b.is_hardware() {
-            match backend::hw_tier(b, caps, false) {
-                Ok(t) => {
-                    return Ok(Selection {
-                        backend: b,
-                        reason: format!("best offered: {}", offered_reason(caps, b)),
-                        disabled,
-                        forced: false,
-                        unsafe_forced: false,
-                        rejected,
-                        defaults,
-                        hw: Some(t),
-                    })
-                }
-                Err(e) => {
-                    rejected.push((b, e));
-                    continue;
-                }
-            }
-        }
-        let why = if rejected.is_empty() {
+        let reason = if b.is_hardware() {
+            format!("best offered: {}", offered_reason(b))
+        } else if rejected.is_empty() {
             match b {
-                Backend::Futex => {
-                    "no hardware wait is offered (no WAITPKG, no MONITORX, no usable /dev/mwait)"
-                        .to_string()
-                }
+                Backend::Futex => "no hardware wait is offered (no WAITPKG, no MONITORX, \
+                                   no usable /dev/mwait)"
+                    .to_string(),
                 _ => "no futex on this OS and no hardware wait".to_string(),
             }
         } else {
@@ -479,17 +513,95 @@ pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectE
         };
         return Ok(Selection {
             backend: b,
-            reason: why,
-            disabled,
-            forced: false,
-            unsafe_forced: false,
+            reason,
             rejected,
-            defaults,
-            hw: None,
+            ..base
         });
     }
     unreachable!("Backend::Spin is always offered")
 }
+
+/// Chooses the backend ([`plan`]) and builds its hardware tier: opens the device,
+/// runs the tier's self-test. A tier that cannot be built is skipped (auto) or, when
+/// forced, replaced by the best non-hardware ladder, with the reason in
+/// [`Selection::demoted`] and [`Selection::reason`].
+///
+/// # Examples
+///
+/// ```
+/// use mwait::{select, Capabilities, EnvConfig};
+/// let sel = select(Capabilities::detect(), &EnvConfig::default()).unwrap();
+/// println!("{}: {}", sel.backend, sel.reason);
+/// ```
+pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectError> {
+    let mut env = env.clone();
+    let mut demoted: Option<(Backend, String)> = None;
+    let mut failed: Vec<(Backend, String)> = Vec::new();
+    loop {
+        let mut sel = plan(caps, &env)?;
+        sel.demoted = demoted.clone();
+        sel.rejected.splice(0..0, failed.iter().cloned());
+        sel.spin_pause = spin_pause_token(caps, &sel);
+        if !sel.backend.is_hardware() {
+            if let Some((b, why)) = &demoted {
+                sel.reason = format!("MWAIT_BACKEND={b} was {why}; using {}", sel.backend);
+            }
+            return Ok(sel);
+        }
+        match backend::hw_tier(sel.backend, caps, sel.unsafe_forced) {
+            Ok(t) => {
+                sel.hw = Some(t);
+                return Ok(sel);
+            }
+            Err(e) => {
+                let b = sel.backend;
+                if sel.forced {
+                    if matches!(e, backend::HwError::Unavailable(_)) {
+                        return Err(SelectError(format!(
+                            "MWAIT_BACKEND={b}: cannot use it: {e}"
+                        )));
+                    }
+                    demoted = Some((b, e.to_string()));
+                    env.backend = None;
+                } else {
+                    failed.push((b, e.to_string()));
+                }
+                let mut off = env.disable.take().unwrap_or_default();
+                off.push_str(&format!(",{b}"));
+                env.disable = Some(off);
+            }
+        }
+    }
+}
+
+/// The WAITPKG token for TPAUSE in the spin tier, where the CPU has WAITPKG (or it is
+/// forced) and the kill switch leaves UMWAIT on.
+fn spin_pause_token(caps: &Capabilities, sel: &Selection) -> Option<SpinPause> {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    {
+        if sel.disabled.contains(&Backend::Umwait) {
+            return None;
+        }
+        crate::arch::x86_64::Waitpkg::new(caps).or_else(|| {
+            // SAFETY: only with MWAIT_UNSAFE_FORCE=1 forcing UMWAIT, whose documented
+            // contract is that the WAITPKG instructions execute here.
+            (sel.unsafe_forced && sel.backend == Backend::Umwait)
+                .then(|| unsafe { crate::arch::x86_64::Waitpkg::new_unchecked() })
+        })
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    {
+        let _ = (caps, sel);
+        None
+    }
+}
+
+/// The token the spin tier needs for TPAUSE.
+#[cfg(all(target_arch = "x86_64", not(loom)))]
+pub(crate) type SpinPause = crate::arch::x86_64::Waitpkg;
+/// No TPAUSE off x86-64 (or in the loom model).
+#[cfg(not(all(target_arch = "x86_64", not(loom))))]
+pub(crate) type SpinPause = core::convert::Infallible;
 
 fn missing_reason(caps: &Capabilities, b: Backend) -> String {
     match b {
@@ -502,7 +614,7 @@ fn missing_reason(caps: &Capabilities, b: Backend) -> String {
     }
 }
 
-fn offered_reason(_caps: &Capabilities, b: Backend) -> &'static str {
+fn offered_reason(b: Backend) -> &'static str {
     match b {
         Backend::Umwait => "CPUID reports WAITPKG (UMONITOR/UMWAIT)",
         Backend::Mwaitx => "CPUID reports MONITORX (MONITORX/MWAITX)",
@@ -564,7 +676,7 @@ fn backend_hw(b: Backend) -> Option<HwTier> {
     }
     #[cfg(not(loom))]
     {
-        static CACHE: [OnceLock<Result<HwTier, String>>; 3] =
+        static CACHE: [OnceLock<Result<HwTier, backend::HwError>>; 3] =
             [OnceLock::new(), OnceLock::new(), OnceLock::new()];
         let i = match b {
             Backend::Umwait => 0,
@@ -576,15 +688,17 @@ fn backend_hw(b: Backend) -> Option<HwTier> {
             let env = EnvConfig::from_env();
             let offered = caps.offers(b);
             if !offered && !env.unsafe_force {
-                return Err(format!(
+                return Err(backend::HwError::Unavailable(format!(
                     "this machine does not offer it ({})",
                     missing_reason(caps, b)
-                ));
+                )));
             }
             backend::hw_tier(b, caps, !offered)
         });
         match r {
             Ok(t) => Some(*t),
+            // A tier that failed its self-test is a no-op here: these waits skip it.
+            Err(backend::HwError::Demoted(_)) => None,
             Err(e) => panic!("mwait: WaitPolicy::backend({b}): {e}"),
         }
     }

@@ -14,7 +14,11 @@
 //! hold a CPU that the scheduler needs for longer than an episode).
 
 pub(crate) mod futex;
+#[cfg(all(target_arch = "x86_64", not(loom)))]
+pub(crate) mod mwaitx;
 pub(crate) mod spin;
+#[cfg(all(target_arch = "x86_64", not(loom)))]
+pub(crate) mod umwait;
 
 use crate::primitive::AtomicU32;
 use crate::CState;
@@ -134,6 +138,12 @@ pub(crate) trait HardwareWait {
 /// variant, so that holding an `HwTier` proves the instructions may run.
 #[derive(Copy, Clone, Debug)]
 pub(crate) enum HwTier {
+    /// UMONITOR/UMWAIT.
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    Umwait(umwait::Umwait),
+    /// MONITORX/MWAITX.
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    Mwaitx(mwaitx::Mwaitx),
     /// Loom's stand-in for any hardware tier: an episode is a yield that returns
     /// `Woken`, i.e. a wait that may end spuriously at any point.
     #[cfg(loom)]
@@ -145,6 +155,10 @@ impl HwTier {
     #[allow(dead_code)]
     pub(crate) fn backend(self) -> Backend {
         match self {
+            #[cfg(all(target_arch = "x86_64", not(loom)))]
+            HwTier::Umwait(_) => Backend::Umwait,
+            #[cfg(all(target_arch = "x86_64", not(loom)))]
+            HwTier::Mwaitx(_) => Backend::Mwaitx,
             #[cfg(loom)]
             HwTier::Model => Backend::Umwait,
         }
@@ -153,16 +167,18 @@ impl HwTier {
 
 impl HardwareWait for HwTier {
     #[inline]
-    fn wait_episode(
-        &self,
-        _word: &AtomicU32,
-        _old: u32,
-        _deadline_ns: u64,
-        _cstate: CState,
-    ) -> HwWake {
+    fn wait_episode(&self, word: &AtomicU32, old: u32, deadline_ns: u64, cstate: CState) -> HwWake {
+        // No hardware tier exists on other architectures: the enum is empty there.
+        #[cfg(not(any(target_arch = "x86_64", loom)))]
+        let _ = (word, old, deadline_ns, cstate);
         match *self {
+            #[cfg(all(target_arch = "x86_64", not(loom)))]
+            HwTier::Umwait(t) => t.wait_episode(word, old, deadline_ns, cstate),
+            #[cfg(all(target_arch = "x86_64", not(loom)))]
+            HwTier::Mwaitx(t) => t.wait_episode(word, old, deadline_ns, cstate),
             #[cfg(loom)]
             HwTier::Model => {
+                let _ = (word, old, deadline_ns, cstate);
                 loom::thread::yield_now();
                 HwWake::Woken
             }
@@ -170,13 +186,135 @@ impl HardwareWait for HwTier {
     }
 }
 
+/// The self-test's wait: no writer, this deadline.
+pub(crate) const SELF_TEST_WAIT_NS: u64 = 20_000;
+/// Tries of the self-test. Preemption and interrupts can only make a try look
+/// *longer* (or end a real wait early, rarely): so the shortest try counts.
+pub(crate) const SELF_TEST_TRIES: u32 = 5;
+
+/// A line of its own for the self-test's word, so that no neighbour's write ends the
+/// wait.
+#[repr(align(128))]
+struct SelfTestLine(AtomicU32);
+
+/// Times [`SELF_TEST_TRIES`] waits of `wait_ns` on a word that nobody writes; the tier
+/// passes when even the shortest lasted a quarter of `wait_ns` (an emulator or a
+/// hypervisor that does not really wait returns at once: MWAITX on the AMD EPYC guests
+/// used here returns after about 1.9 µs whatever its timer).
+pub(crate) fn self_test(tier: HwTier, wait_ns: u64) -> Result<u64, String> {
+    let line = SelfTestLine(AtomicU32::new(0));
+    let mut shortest = u64::MAX;
+    for _ in 0..SELF_TEST_TRIES {
+        let t0 = crate::clock::now_ns();
+        let _ = tier.wait_episode(&line.0, 0, t0 + wait_ns, CState::C0_1);
+        shortest = shortest.min(crate::clock::now_ns() - t0);
+    }
+    if shortest >= wait_ns / 4 {
+        Ok(shortest)
+    } else {
+        Err(format!(
+            "a {wait_ns} ns wait with no writer returned after {shortest} ns (the shortest \
+             of {SELF_TEST_TRIES} tries): the instruction is emulated as a no-op here"
+        ))
+    }
+}
+
+/// The self-test's wait for `tier`: [`SELF_TEST_WAIT_NS`], shortened to fit under the
+/// OS's UMWAIT limit so that a real wait is not cut short by it.
+#[cfg(not(loom))]
+fn self_test_wait_ns(tier: HwTier, caps: &crate::Capabilities) -> u64 {
+    match (tier.backend(), caps.umwait_control) {
+        #[cfg(target_arch = "x86_64")]
+        (Backend::Umwait, Some(c)) if c.max_time_tsc != 0 => {
+            let hz = crate::tsc::rate().hz.max(1);
+            let cap_ns = u64::from(c.max_time_tsc) * 1_000_000_000 / hz;
+            SELF_TEST_WAIT_NS.min(cap_ns * 9 / 10).max(1)
+        }
+        _ => SELF_TEST_WAIT_NS,
+    }
+}
+
+/// Why a hardware tier cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum HwError {
+    /// The machine lacks it or it could not be set up.
+    Unavailable(String),
+    /// It exists but failed its self-test.
+    Demoted(String),
+}
+
+impl fmt::Display for HwError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HwError::Unavailable(s) => f.write_str(s),
+            HwError::Demoted(s) => write!(f, "demoted by its self-test: {s}"),
+        }
+    }
+}
+
+/// Whether the self-test runs (`MWAIT_SELFTEST=0` turns it off: test-only, so that the
+/// tier's logic can be exercised where the instructions are no-ops).
+fn self_test_enabled() -> bool {
+    std::env::var("MWAIT_SELFTEST").map_or(true, |v| v.trim() != "0")
+}
+
 /// Builds the hardware tier of `backend` for this machine: opens what it needs and
 /// runs its self-test. `unsafe_forced` is true when CPUID does not offer it and the
 /// test-only override `MWAIT_UNSAFE_FORCE` lets it through anyway.
 pub(crate) fn hw_tier(
     backend: Backend,
-    _caps: &crate::Capabilities,
-    _unsafe_forced: bool,
-) -> Result<HwTier, String> {
-    Err(format!("the {backend} tier is not part of this build yet"))
+    caps: &crate::Capabilities,
+    unsafe_forced: bool,
+) -> Result<HwTier, HwError> {
+    #[cfg(loom)]
+    {
+        let _ = (backend, caps, unsafe_forced);
+        Ok(HwTier::Model)
+    }
+    #[cfg(not(loom))]
+    {
+        let tier = build_tier(backend, caps, unsafe_forced)?;
+        if self_test_enabled() {
+            self_test(tier, self_test_wait_ns(tier, caps)).map_err(HwError::Demoted)?;
+        }
+        Ok(tier)
+    }
+}
+
+#[cfg(not(loom))]
+fn build_tier(
+    backend: Backend,
+    caps: &crate::Capabilities,
+    unsafe_forced: bool,
+) -> Result<HwTier, HwError> {
+    let _ = (caps, unsafe_forced);
+    match backend {
+        #[cfg(target_arch = "x86_64")]
+        Backend::Umwait => {
+            use crate::arch::x86_64::Waitpkg;
+            let token = match Waitpkg::new(caps) {
+                Some(t) => t,
+                // SAFETY: only reached with MWAIT_UNSAFE_FORCE=1, whose documented
+                // contract is that the instructions execute here.
+                None if unsafe_forced => unsafe { Waitpkg::new_unchecked() },
+                None => return Err(HwError::Unavailable("CPUID reports no WAITPKG".into())),
+            };
+            Ok(HwTier::Umwait(umwait::Umwait(token)))
+        }
+        #[cfg(target_arch = "x86_64")]
+        Backend::Mwaitx => {
+            use crate::arch::x86_64::MonitorX;
+            let token = match MonitorX::new(caps) {
+                Some(t) => t,
+                // SAFETY: only reached with MWAIT_UNSAFE_FORCE=1, whose documented
+                // contract is that the instructions execute here.
+                None if unsafe_forced => unsafe { MonitorX::new_unchecked() },
+                None => return Err(HwError::Unavailable("CPUID reports no MONITORX".into())),
+            };
+            Ok(HwTier::Mwaitx(mwaitx::Mwaitx(token)))
+        }
+        other => Err(HwError::Unavailable(format!(
+            "the {other} tier is not part of this build"
+        ))),
+    }
 }

@@ -3,9 +3,17 @@
 //! What ends it: the predicate holds, or the monotonic clock passes `until_ns`. The
 //! clock is read once per [`LOADS_PER_CLOCK_READ`] loads, so the budget is overshot by
 //! at most that many pauses (tens of ns before Skylake, ~1 µs after).
+//!
+//! Where the CPU has WAITPKG, the pause between two loads is a TPAUSE in C0.1 of
+//! [`TPAUSE_NS`] instead of a PAUSE: a timed pause whose length does not depend on the
+//! microarchitecture (PAUSE costs 10 cycles on some cores and 140 on others).
 
 use crate::clock::now_ns;
+use crate::policy::SpinPause;
 use crate::primitive::{spin_hint, AtomicU32, Ordering};
+
+/// Length of one TPAUSE between two loads of the spin tier.
+pub(crate) const TPAUSE_NS: u64 = 100;
 
 /// Loads (each followed by a pause) between two readings of the clock: a vDSO clock
 /// read costs about as much as a few pauses, so this keeps its share small.
@@ -18,13 +26,24 @@ pub(crate) fn spin_until(
     word: &AtomicU32,
     pred: &mut dyn FnMut(u32) -> bool,
     until_ns: u64,
+    pause: Option<SpinPause>,
 ) -> Option<u32> {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    let tpause_ticks = pause.map(|_| crate::tsc::ns_to_ticks(TPAUSE_NS));
     loop {
         for _ in 0..LOADS_PER_CLOCK_READ {
             let v = word.load(Ordering::Acquire);
             if pred(v) {
                 return Some(v);
             }
+            #[cfg(all(target_arch = "x86_64", not(loom)))]
+            if let (Some(t), Some(ticks)) = (pause, tpause_ticks) {
+                let deadline = crate::arch::x86_64::rdtsc().wrapping_add(ticks);
+                t.tpause(crate::arch::x86_64::WAITPKG_C0_1, deadline);
+                continue;
+            }
+            #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+            let _ = pause;
             spin_hint();
             #[cfg(loom)]
             break;

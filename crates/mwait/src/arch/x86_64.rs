@@ -1,0 +1,224 @@
+//! The x86-64 wait instructions, one `#[inline] unsafe fn` each, and the zero-sized
+//! capability tokens ([`Waitpkg`], [`MonitorX`]) that only detection can create, whose
+//! methods are the safe way to call them.
+//!
+//! The instructions are written as bytes: assemblers disagree about whether WAITPKG
+//! and MONITORX mnemonics need target features, and a runtime-dispatched build must
+//! not depend on that (the build breaks that oneTBB, ONNX Runtime and DPDK hit).
+
+use core::arch::asm;
+use core::sync::atomic::AtomicU32;
+
+/// UMONITOR/UMWAIT/TPAUSE control (ECX): 1 selects C0.1, 0 selects C0.2. All other bits
+/// must be zero.
+pub(crate) const WAITPKG_C0_1: u32 = 1;
+/// See [`WAITPKG_C0_1`].
+pub(crate) const WAITPKG_C0_2: u32 = 0;
+/// MWAITX EAX hint, bits 7:4: 0xF means "stay in C0" (no C-state change).
+pub(crate) const MWAITX_HINT_C0: u32 = 0xF0;
+/// MWAITX EAX hint, bits 7:4: 0 means C1.
+pub(crate) const MWAITX_HINT_C1: u32 = 0x00;
+/// MWAITX ECX bit 1: the EBX timer is enabled.
+const MWAITX_ECX_TIMER: u32 = 1 << 1;
+
+/// Reads the time-stamp counter. Every x86-64 CPU has RDTSC.
+#[inline]
+pub(crate) fn rdtsc() -> u64 {
+    // SAFETY: RDTSC exists on every x86-64 CPU and only reads the counter.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+/// UMONITOR: arms the user-mode address monitor on the line holding `addr`.
+///
+/// # Safety
+///
+/// CPUID.(EAX=7,ECX=0):ECX\[5\] (WAITPKG) must be set. `addr` must be mapped.
+#[inline]
+pub(crate) unsafe fn umonitor(addr: *const u8) {
+    // SAFETY: the caller guarantees WAITPKG and a mapped address; UMONITOR only
+    // arms the monitor and writes no memory or flags.
+    unsafe {
+        // umonitor rax
+        asm!(".byte 0xf3, 0x0f, 0xae, 0xf0", in("rax") addr, options(nostack, preserves_flags));
+    }
+}
+
+/// UMWAIT: waits in C0.1 (`ctrl` = 1) or C0.2 (`ctrl` = 0) until the monitored line is
+/// written, an interrupt or other wake event arrives, the TSC reaches `deadline_tsc`
+/// (absolute), or the OS limit `IA32_UMWAIT_CONTROL` ends it. Returns CF: `true` when
+/// the OS limit ended the wait.
+///
+/// # Safety
+///
+/// WAITPKG must be set, and [`umonitor`] should have armed the monitor (without it
+/// UMWAIT returns at once, which is safe but useless).
+#[inline]
+pub(crate) unsafe fn umwait(ctrl: u32, deadline_tsc: u64) -> bool {
+    let cf: u8;
+    // SAFETY: the caller guarantees WAITPKG; UMWAIT reads EDX:EAX and ECX and sets
+    // CF, which is why this asm does not claim `preserves_flags`.
+    unsafe {
+        // umwait ecx
+        asm!(
+            ".byte 0xf2, 0x0f, 0xae, 0xf1",
+            "setc {cf}",
+            cf = out(reg_byte) cf,
+            in("ecx") ctrl,
+            in("eax") deadline_tsc as u32,
+            in("edx") (deadline_tsc >> 32) as u32,
+            options(nostack),
+        );
+    }
+    cf != 0
+}
+
+/// TPAUSE: a timed pause in C0.1 (`ctrl` = 1) or C0.2 (`ctrl` = 0) until the TSC reaches
+/// `deadline_tsc` (absolute), an interrupt, or the OS limit. Returns CF: `true` when the
+/// OS limit ended it. Needs no monitor.
+///
+/// # Safety
+///
+/// WAITPKG must be set.
+#[inline]
+pub(crate) unsafe fn tpause(ctrl: u32, deadline_tsc: u64) -> bool {
+    let cf: u8;
+    // SAFETY: the caller guarantees WAITPKG; TPAUSE reads EDX:EAX and ECX and sets CF.
+    unsafe {
+        // tpause ecx
+        asm!(
+            ".byte 0x66, 0x0f, 0xae, 0xf1",
+            "setc {cf}",
+            cf = out(reg_byte) cf,
+            in("ecx") ctrl,
+            in("eax") deadline_tsc as u32,
+            in("edx") (deadline_tsc >> 32) as u32,
+            options(nostack),
+        );
+    }
+    cf != 0
+}
+
+/// MONITORX: arms the address monitor on the line holding `addr` (ECX = EDX = 0).
+///
+/// # Safety
+///
+/// CPUID.8000_0001:ECX\[29\] (MONITORX) must be set. `addr` must be mapped.
+#[inline]
+pub(crate) unsafe fn monitorx(addr: *const u8) {
+    // SAFETY: the caller guarantees MONITORX and a mapped address; MONITORX arms the
+    // monitor and changes no flags.
+    unsafe {
+        // monitorx rax, ecx, edx
+        asm!(
+            ".byte 0x0f, 0x01, 0xfa",
+            in("rax") addr,
+            in("ecx") 0u32,
+            in("edx") 0u32,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// MWAITX with the timer enabled: waits with C-state `hint` (EAX bits 7:4) until the
+/// monitored line is written, an interrupt arrives, or `timeout_tsc` TSC-rate ticks
+/// (relative, 32 bits) pass.
+///
+/// # Safety
+///
+/// MONITORX must be set, and [`monitorx`] should have armed the monitor.
+#[inline]
+pub(crate) unsafe fn mwaitx(hint: u32, timeout_tsc: u32) {
+    // SAFETY: the caller guarantees MONITORX. EBX carries the timeout but LLVM
+    // reserves RBX, so it is saved in a scratch register and restored.
+    unsafe {
+        // mwaitx eax, ecx, ebx
+        asm!(
+            "xchg {save:r}, rbx",
+            ".byte 0x0f, 0x01, 0xfb",
+            "xchg {save:r}, rbx",
+            save = inout(reg) u64::from(timeout_tsc) => _,
+            in("eax") hint,
+            in("ecx") MWAITX_ECX_TIMER,
+            options(nostack, preserves_flags),
+        );
+    }
+}
+
+/// Proof that this CPU has WAITPKG (UMONITOR/UMWAIT/TPAUSE).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Waitpkg(());
+
+impl Waitpkg {
+    /// The token, if CPUID reports WAITPKG.
+    pub(crate) fn new(caps: &crate::Capabilities) -> Option<Waitpkg> {
+        caps.waitpkg.then_some(Waitpkg(()))
+    }
+
+    /// The token without the CPUID check.
+    ///
+    /// # Safety
+    ///
+    /// The instructions must execute on this CPU (for tests under an emulator that
+    /// implements them without reporting them).
+    pub(crate) unsafe fn new_unchecked() -> Waitpkg {
+        Waitpkg(())
+    }
+
+    /// [`umonitor`] on `word`.
+    #[inline]
+    pub(crate) fn umonitor(self, word: &AtomicU32) {
+        // SAFETY: the token proves WAITPKG; a reference is always mapped.
+        unsafe { umonitor(word.as_ptr().cast()) }
+    }
+
+    /// [`umwait`]; returns whether the OS limit ended the wait.
+    #[inline]
+    pub(crate) fn umwait(self, ctrl: u32, deadline_tsc: u64) -> bool {
+        // SAFETY: the token proves WAITPKG; `ctrl` is 0 or 1 (the callers pass the
+        // named constants).
+        unsafe { umwait(ctrl & 1, deadline_tsc) }
+    }
+
+    /// [`tpause`]; returns whether the OS limit ended the pause.
+    #[inline]
+    pub(crate) fn tpause(self, ctrl: u32, deadline_tsc: u64) -> bool {
+        // SAFETY: the token proves WAITPKG; `ctrl` is masked to its one valid bit.
+        unsafe { tpause(ctrl & 1, deadline_tsc) }
+    }
+}
+
+/// Proof that this CPU has MONITORX/MWAITX.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct MonitorX(());
+
+impl MonitorX {
+    /// The token, if CPUID reports MONITORX.
+    pub(crate) fn new(caps: &crate::Capabilities) -> Option<MonitorX> {
+        caps.monitorx.then_some(MonitorX(()))
+    }
+
+    /// The token without the CPUID check.
+    ///
+    /// # Safety
+    ///
+    /// The instructions must execute on this CPU (on the AMD EPYC guests this project
+    /// is developed on they do, although CPUID hides them).
+    pub(crate) unsafe fn new_unchecked() -> MonitorX {
+        MonitorX(())
+    }
+
+    /// [`monitorx`] on `word`.
+    #[inline]
+    pub(crate) fn monitorx(self, word: &AtomicU32) {
+        // SAFETY: the token proves MONITORX; a reference is always mapped.
+        unsafe { monitorx(word.as_ptr().cast()) }
+    }
+
+    /// [`mwaitx`] with the timer.
+    #[inline]
+    pub(crate) fn mwaitx(self, hint: u32, timeout_tsc: u32) {
+        // SAFETY: the token proves MONITORX; any hint value is accepted by the CPU
+        // (unsupported C-states fall back to C1 or C0).
+        unsafe { mwaitx(hint, timeout_tsc) }
+    }
+}

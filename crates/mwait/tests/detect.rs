@@ -1,0 +1,150 @@
+//! Detection and backend choice on recorded CPUID dumps (`tests/cpuid/*.txt`): the pure
+//! half of selection ([`mwait::plan`]), so no instruction of another CPU runs here.
+#![cfg(target_arch = "x86_64")]
+
+use mwait::raw_cpuid::CpuIdResult;
+use mwait::{plan, Backend, Capabilities, EnvConfig, OsFacts, Vendor};
+use std::collections::HashMap;
+
+/// A dump: `(leaf, subleaf) -> registers`; leaves not in the dump read as zeros.
+fn load(name: &str) -> HashMap<(u32, u32), CpuIdResult> {
+    let path = format!("{}/tests/cpuid/{name}.txt", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut map = HashMap::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let f: Vec<u32> = line
+            .split_whitespace()
+            .map(|x| u32::from_str_radix(x, 16).unwrap_or_else(|e| panic!("{line}: {e}")))
+            .collect();
+        assert_eq!(f.len(), 6, "{path}: {line}");
+        map.insert(
+            (f[0], f[1]),
+            CpuIdResult {
+                eax: f[2],
+                ebx: f[3],
+                ecx: f[4],
+                edx: f[5],
+            },
+        );
+    }
+    map
+}
+
+fn caps_from(dump: &HashMap<(u32, u32), CpuIdResult>, os: OsFacts) -> Capabilities {
+    let dump = dump.clone();
+    let reader = move |leaf: u32, sub: u32| {
+        dump.get(&(leaf, sub))
+            .or_else(|| dump.get(&(leaf, 0)).filter(|_| leaf != 7))
+            .copied()
+            .unwrap_or(CpuIdResult {
+                eax: 0,
+                ebx: 0,
+                ecx: 0,
+                edx: 0,
+            })
+    };
+    Capabilities::from_cpuid(reader, os)
+}
+
+fn os(dev_mwait: bool) -> OsFacts {
+    OsFacts {
+        umwait_control: None,
+        dev_mwait,
+        usable_cpus: 8,
+    }
+}
+
+fn auto(caps: &Capabilities) -> Backend {
+    plan(caps, &EnvConfig::default()).unwrap().backend
+}
+
+#[test]
+fn intel_with_waitpkg_chooses_umwait() {
+    let caps = caps_from(&load("intel-sapphire-rapids"), os(false));
+    assert_eq!(caps.vendor, Vendor::Intel);
+    assert!(caps.waitpkg && caps.monitor_mwait && !caps.monitorx && !caps.hypervisor);
+    assert_eq!(caps.monitor_line, Some((64, 64)));
+    assert_eq!(caps.tsc_hz_cpuid, Some(2_100_000_000));
+    assert!(caps.tsc_invariant);
+    assert_eq!(auto(&caps), Backend::Umwait);
+    let sel = plan(&caps, &EnvConfig::default()).unwrap();
+    assert!(sel.reason.contains("WAITPKG"), "{}", sel.reason);
+    assert_eq!(sel.defaults.spin_ns, mwait::SPIN_BUDGET_NS);
+}
+
+#[test]
+fn amd_with_monitorx_chooses_mwaitx() {
+    let caps = caps_from(&load("amd-zen3-epyc"), os(false));
+    assert_eq!(caps.vendor, Vendor::Amd);
+    assert!(caps.monitorx && !caps.waitpkg && caps.tsc_invariant);
+    assert_eq!(
+        caps.tsc_hz_cpuid, None,
+        "AMD states no TSC rate: calibrated"
+    );
+    assert_eq!(auto(&caps), Backend::Mwaitx);
+}
+
+#[test]
+fn kvm_guest_without_either_chooses_futex_with_a_short_spin() {
+    let caps = caps_from(&load("intel-kvm-guest"), os(false));
+    assert!(caps.hypervisor);
+    assert_eq!(caps.hypervisor_vendor.as_deref(), Some("KVMKVMKVM"));
+    assert!(!caps.waitpkg && !caps.monitorx && !caps.monitor_mwait);
+    let sel = plan(&caps, &EnvConfig::default()).unwrap();
+    assert_eq!(sel.backend, Backend::Futex);
+    assert_eq!(sel.defaults.spin_ns, mwait::SPIN_BUDGET_HYPERVISOR_NS);
+}
+
+#[test]
+fn this_machine_dump_chooses_neither() {
+    let caps = caps_from(&load("amd-epyc-kvm-guest-this-machine"), os(false));
+    assert_eq!(caps.vendor, Vendor::Amd);
+    assert!(caps.hypervisor);
+    assert!(!caps.waitpkg && !caps.monitorx && !caps.monitor_mwait);
+    assert_eq!(auto(&caps), Backend::Futex);
+}
+
+#[test]
+fn intel_without_waitpkg_uses_the_kernel_shim_only_when_loaded() {
+    let mut dump = load("intel-sapphire-rapids");
+    dump.get_mut(&(7, 0)).unwrap().ecx &= !(1 << 5);
+    assert_eq!(auto(&caps_from(&dump, os(false))), Backend::Futex);
+    assert_eq!(auto(&caps_from(&dump, os(true))), Backend::Kernel);
+}
+
+#[test]
+fn kill_switch_walks_down_the_ladder() {
+    let caps = caps_from(&load("intel-sapphire-rapids"), os(true));
+    let with = |disable: &str| {
+        plan(
+            &caps,
+            &EnvConfig {
+                disable: Some(disable.into()),
+                ..EnvConfig::default()
+            },
+        )
+        .unwrap()
+    };
+    assert_eq!(with("umwait").backend, Backend::Kernel);
+    let sel = with("hw");
+    assert_eq!(sel.backend, Backend::Futex);
+    assert!(sel.reason.contains("MWAIT_DISABLE"), "{}", sel.reason);
+}
+
+#[test]
+fn forcing_past_cpuid_needs_the_unsafe_override() {
+    let caps = caps_from(&load("amd-epyc-kvm-guest-this-machine"), os(false));
+    let forced = |unsafe_force| EnvConfig {
+        backend: Some("mwaitx".into()),
+        unsafe_force,
+        ..EnvConfig::default()
+    };
+    let err = plan(&caps, &forced(false)).unwrap_err().to_string();
+    assert!(err.contains("MONITORX"), "{err}");
+    let sel = plan(&caps, &forced(true)).unwrap();
+    assert_eq!(sel.backend, Backend::Mwaitx);
+    assert!(sel.unsafe_forced);
+}
