@@ -13,6 +13,7 @@ use crate::policy::SpinPause;
 use crate::primitive::{spin_hint, AtomicU32, Ordering};
 
 /// Length of one TPAUSE between two loads of the spin tier.
+#[cfg_attr(not(all(target_arch = "x86_64", not(loom))), allow(dead_code))]
 pub(crate) const TPAUSE_NS: u64 = 100;
 
 /// Loads (each followed by a pause) between two readings of the clock: a vDSO clock
