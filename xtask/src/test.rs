@@ -28,19 +28,25 @@ pub fn run(args: &[String]) -> Res {
     step("tests with the futex-wake counter (no syscall on an uncontended notify)");
     util::run(cargo().args(["test", "-p", "mwait", "--features", "test-counters"]))?;
 
-    step("loom model of the wait/notify protocol");
+    step("loom model of the wait/notify protocol and of the async registry");
     util::run(
         cargo()
-            .args(["test", "-p", "mwait", "--test", "loom", "--release"])
+            .args([
+                "test",
+                "-p",
+                "mwait",
+                "--release",
+                "--test",
+                "loom",
+                "--test",
+                "loom_async",
+            ])
             .env("RUSTFLAGS", "--cfg loom")
-            // Three preemptions per execution cover every two-sided race of the protocol
-            // (a notifier and one or two waiters); unbounded, the two-waiter model runs
-            // for hours.
+            // Three preemptions per execution cover every two-sided race of the
+            // protocol (a notifier and one or two waiters); unbounded, the two-waiter
+            // model runs for hours.
             .env("LOOM_MAX_PREEMPTIONS", "3")
-            .env(
-                "CARGO_TARGET_DIR",
-                crate::util::project_root().join("target/loom"),
-            ),
+            .env("CARGO_TARGET_DIR", util::project_root().join("target/loom")),
     )?;
 
     step("docs, -D warnings");

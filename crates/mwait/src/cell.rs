@@ -94,8 +94,7 @@ const PARKED_MASK: u32 = 0x3fff_ffff;
 /// notify to the slow path, which orders with a `SeqCst` fence, because the
 /// asymmetric barrier (`membarrier`) only reaches this process's threads.
 const SHARED_SLOW: u32 = 0x4000_0000;
-/// Bit of `state` that says async waiters are registered (their wakers must be woken).
-#[allow(dead_code)]
+/// Bit of `state` that says async waiters have armed wakers (see `future.rs`).
 pub(crate) const ASYNC_REGISTERED: u32 = 0x8000_0000;
 
 /// The cache line the monitor watches: the value and the waiter-state word, nothing
@@ -112,6 +111,7 @@ struct WaiterLine {
     adapt: crate::adapt::Adaptive,
     policy: WaitPolicy,
     shared: bool,
+    registry: crate::future::Registry,
     #[cfg(loom)]
     park: futex::ParkModel,
 }
@@ -265,6 +265,7 @@ macro_rules! cell_ctor {
                     adapt: crate::adapt::Adaptive::new(),
                     policy,
                     shared,
+                    registry: crate::future::Registry::new(),
                     #[cfg(loom)]
                     park: futex::ParkModel::new(),
                 },
@@ -278,6 +279,14 @@ impl WaitCell {
     cell_ctor!(const);
     #[cfg(loom)]
     cell_ctor!();
+
+    pub(crate) fn registry(&self) -> &crate::future::Registry {
+        &self.waiters.registry
+    }
+
+    pub(crate) fn state_word(&self) -> &AtomicU32 {
+        &self.line.state
+    }
 
     /// The cell's own policy.
     ///
@@ -442,10 +451,11 @@ impl WaitCell {
         r
     }
 
-    /// Wakes one parked waiter, after a change made through
-    /// [`as_atomic`](Self::as_atomic). With predicates that differ between waiters,
-    /// prefer [`notify_all`](Self::notify_all): the one woken may not be one whose
-    /// predicate now holds.
+    /// Wakes one parked waiter (and one armed async waiter), after a change made
+    /// through [`as_atomic`](Self::as_atomic). With predicates that differ between
+    /// waiters, prefer [`notify_all`](Self::notify_all): the one woken may not be one
+    /// whose predicate now holds. An async waiter chosen by `notify_one` and dropped
+    /// before it ran passes the wake to another armed one.
     ///
     /// # Examples
     ///
@@ -507,6 +517,9 @@ impl WaitCell {
                 let _ = n;
                 self.waiters.park.wake();
             }
+        }
+        if state & ASYNC_REGISTERED != 0 {
+            self.wake_async(if n == 1 { 1 } else { usize::MAX });
         }
     }
 

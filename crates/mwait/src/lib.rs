@@ -75,6 +75,7 @@ mod backend;
 mod cell;
 mod clock;
 mod detect;
+mod future;
 mod policy;
 mod primitive;
 #[cfg(all(target_arch = "x86_64", not(loom)))]
@@ -83,6 +84,7 @@ mod tsc;
 pub use backend::{Backend, ParseBackendError};
 pub use cell::{WaitCell, WaitResult};
 pub use detect::{Capabilities, OsFacts, UmwaitControl, Vendor};
+pub use future::{WaitUntil, WaitUntilTimer};
 pub use policy::{
     plan, select, selection, try_selection, CState, Defaults, EnvConfig, SelectError, Selection,
     WaitPolicy, C0_2_MIN_LATENCY_NS, C1_MIN_LATENCY_NS, HW_BUDGET_NS, SPIN_BUDGET_HYPERVISOR_NS,

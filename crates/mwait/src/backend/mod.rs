@@ -187,13 +187,19 @@ impl HardwareWait for HwTier {
 }
 
 /// The self-test's wait: no writer, this deadline.
+// The model has no hardware to test.
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) const SELF_TEST_WAIT_NS: u64 = 20_000;
 /// Tries of the self-test. Preemption and interrupts can only make a try look
 /// *longer* (or end a real wait early, rarely): so the shortest try counts.
+// The model has no hardware to test.
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) const SELF_TEST_TRIES: u32 = 5;
 
 /// A line of its own for the self-test's word, so that no neighbour's write ends the
 /// wait.
+// The model has no hardware to test.
+#[cfg_attr(loom, allow(dead_code))]
 #[repr(align(128))]
 struct SelfTestLine(AtomicU32);
 
@@ -201,6 +207,8 @@ struct SelfTestLine(AtomicU32);
 /// passes when even the shortest lasted a quarter of `wait_ns` (an emulator or a
 /// hypervisor that does not really wait returns at once: MWAITX on the AMD EPYC guests
 /// used here returns after about 1.9 µs whatever its timer).
+// The model has no hardware to test.
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) fn self_test(tier: HwTier, wait_ns: u64) -> Result<u64, String> {
     let line = SelfTestLine(AtomicU32::new(0));
     let mut shortest = u64::MAX;
@@ -235,6 +243,8 @@ fn self_test_wait_ns(tier: HwTier, caps: &crate::Capabilities) -> u64 {
 }
 
 /// Why a hardware tier cannot be used.
+// The model has no hardware to test.
+#[cfg_attr(loom, allow(dead_code))]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum HwError {
     /// The machine lacks it or it could not be set up.
@@ -254,6 +264,8 @@ impl fmt::Display for HwError {
 
 /// Whether the self-test runs (`MWAIT_SELFTEST=0` turns it off: test-only, so that the
 /// tier's logic can be exercised where the instructions are no-ops).
+// The model has no hardware to test.
+#[cfg_attr(loom, allow(dead_code))]
 fn self_test_enabled() -> bool {
     std::env::var("MWAIT_SELFTEST").map_or(true, |v| v.trim() != "0")
 }
