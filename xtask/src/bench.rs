@@ -1,8 +1,36 @@
-//! `cargo xtask bench`: built in its own issue.
+//! `cargo xtask bench [--quick]`: runs the report runner of `benches/` (every scenario,
+//! every mechanism, side by side in one run) and leaves `target/mwait-bench/report.md`,
+//! `summary.json` and `pingpong.svg`. `--quick` takes about a minute; the full run
+//! about four.
 
-use crate::util::Res;
+use crate::util::{self, cargo, project_root, step, Res};
 
-/// Entry point of the subcommand.
-pub fn run(_args: &[String]) -> Res {
-    Err("not built yet".into())
+/// `cargo xtask bench [--quick]`.
+pub fn run(args: &[String]) -> Res {
+    let quick = args.iter().any(|a| a == "--quick");
+    if let Some(bad) = args.iter().find(|a| *a != "--quick") {
+        return Err(format!("bench takes only --quick, got `{bad}`"));
+    }
+    let out = project_root().join("target/mwait-bench");
+    step(&format!(
+        "benchmark suite ({}) -> {}",
+        if quick { "quick" } else { "full" },
+        out.display()
+    ));
+    let mut cmd = cargo();
+    cmd.args([
+        "run",
+        "--release",
+        "-p",
+        "mwait-benches",
+        "--bin",
+        "mwait-bench",
+        "--",
+        "--out",
+    ])
+    .arg(&out);
+    if quick {
+        cmd.arg("--quick");
+    }
+    util::run(&mut cmd)
 }

@@ -72,6 +72,7 @@
 mod adapt;
 mod arch;
 mod backend;
+mod barrier;
 mod cell;
 mod clock;
 mod detect;
@@ -82,6 +83,7 @@ mod primitive;
 mod tsc;
 
 pub use backend::{Backend, ParseBackendError};
+pub use barrier::Barrier;
 pub use cell::{WaitCell, WaitResult};
 pub use detect::{Capabilities, OsFacts, UmwaitControl, Vendor};
 pub use future::{WaitUntil, WaitUntilTimer};

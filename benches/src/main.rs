@@ -1,0 +1,444 @@
+//! `mwait-bench [--quick] [--out DIR]`: runs every scenario side by side and writes
+//! `DIR/report.md`, `DIR/summary.json` and `DIR/pingpong.svg` (default DIR:
+//! `target/mwait-bench`). `cargo xtask bench` runs it.
+
+use mwait_benches::impls;
+use mwait_benches::scenarios::{self, Placement};
+use mwait_benches::{stats, Stats};
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Scale of every budget: 1 in quick mode, [`FULL_SCALE`] otherwise.
+const FULL_SCALE: u32 = 4;
+
+struct Budgets {
+    pingpong: Duration,
+    notify: Duration,
+    long_wait: Duration,
+    interference: Duration,
+    barrier_episodes: u32,
+}
+
+impl Budgets {
+    fn new(scale: u32) -> Budgets {
+        Budgets {
+            pingpong: Duration::from_millis(400) * scale,
+            notify: Duration::from_millis(150) * scale,
+            long_wait: Duration::from_millis(800) * scale,
+            interference: Duration::from_millis(800) * scale,
+            barrier_episodes: 25_000 * scale,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Out {
+    json: Vec<String>,
+    md: String,
+    svg_series: Vec<(String, Vec<u64>)>,
+}
+
+fn num(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.3}")
+    } else {
+        "null".into()
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let out_dir = args
+        .iter()
+        .position(|a| a == "--out")
+        .and_then(|i| args.get(i + 1).cloned())
+        .unwrap_or_else(|| "target/mwait-bench".into());
+    let b = Budgets::new(if quick { 1 } else { FULL_SCALE });
+    let caps = mwait::Capabilities::detect();
+    let sel = mwait::selection();
+    let mut o = Out::default();
+
+    writeln!(o.md, "# mwait benchmark report\n").unwrap();
+    writeln!(
+        o.md,
+        "Mode: {}. Every number below was measured in this one run, side by side; \
+         compare ratios within the run, not with other runs. Machine:\n",
+        if quick { "quick" } else { "full" }
+    )
+    .unwrap();
+    writeln!(
+        o.md,
+        "```\n{caps}\nbackend: {} ({})\n```\n",
+        sel.backend, sel.reason
+    )
+    .unwrap();
+
+    let all = impls::all();
+
+    // Ping-pong, two CPUs and one CPU.
+    let mut pp: Vec<(String, Stats, f64)> = Vec::new();
+    let mut same: Vec<(String, Stats, f64)> = Vec::new();
+    for (placement, title, bench, dest) in [
+        (
+            Placement::TwoCpus,
+            "Round trip, two threads on two CPUs",
+            "pingpong",
+            &mut pp,
+        ),
+        (
+            Placement::SameCpu,
+            "Round trip, both threads pinned to one CPU",
+            "same_cpu",
+            &mut same,
+        ),
+    ] {
+        eprintln!("{bench} ...");
+        for (name, make) in &all {
+            let mut s = scenarios::pingpong(*make, placement, b.pingpong, 200);
+            let half = s.len() / 2;
+            let (p1, p2) = (
+                stats(&mut s[..half].to_vec()).p50,
+                stats(&mut s[half..].to_vec()).p50,
+            );
+            let drift = if p1 > 0.0 { (p2 - p1).abs() / p1 } else { 0.0 };
+            if placement == Placement::TwoCpus {
+                o.svg_series.push((name.clone(), s.clone()));
+            }
+            let st = stats(&mut s);
+            o.json.push(format!(
+                "{{\"bench\": \"{bench}\", \"impl\": \"{name}\", \"p50_ns\": {}, \"p99_ns\": {}, \"samples\": {}}}",
+                num(st.p50), num(st.p99), st.n
+            ));
+            dest.push((name.clone(), st, drift));
+        }
+        writeln!(o.md, "## {title} (`{bench}`)\n").unwrap();
+        writeln!(
+            o.md,
+            "| impl | p50 ns | p99 ns | samples | p50 drift between halves |"
+        )
+        .unwrap();
+        writeln!(o.md, "| --- | ---: | ---: | ---: | ---: |").unwrap();
+        for (n, s, d) in dest.iter() {
+            writeln!(
+                o.md,
+                "| {n} | {:.0} | {:.0} | {} | {:.0} % |",
+                s.p50,
+                s.p99,
+                s.n,
+                d * 100.0
+            )
+            .unwrap();
+        }
+        writeln!(o.md).unwrap();
+    }
+
+    // Notify with nobody waiting.
+    eprintln!("notify ...");
+    let notify: Vec<(String, f64)> = scenarios::notify_costs(b.notify)
+        .into_iter()
+        .map(|(n, v)| {
+            let mut v: Vec<u64> = v.iter().map(|x| (x * 1000.0) as u64).collect();
+            (n, stats(&mut v).p50 / 1000.0)
+        })
+        .collect();
+    writeln!(o.md, "## Notify with nobody waiting (`notify`)\n").unwrap();
+    writeln!(
+        o.md,
+        "Median of batches of {} calls, per call.\n",
+        scenarios::NOTIFY_BATCH
+    )
+    .unwrap();
+    writeln!(o.md, "| impl | ns per notify |\n| --- | ---: |").unwrap();
+    for (n, ns) in &notify {
+        writeln!(o.md, "| {n} | {ns:.2} |").unwrap();
+        o.json.push(format!(
+            "{{\"bench\": \"notify\", \"impl\": \"{n}\", \"ns\": {}}}",
+            num(*ns)
+        ));
+    }
+    writeln!(o.md).unwrap();
+
+    // Long waits: CPU while waiting.
+    eprintln!("long_wait ...");
+    let mut long: Vec<(String, f64, f64)> = Vec::new();
+    for (name, make) in &all {
+        let mut r = scenarios::slow_producer(*make, Duration::from_millis(1), b.long_wait);
+        let st = stats(&mut r.wake_ns);
+        o.json.push(format!(
+            "{{\"bench\": \"long_wait\", \"impl\": \"{name}\", \"waiter_cpu\": {}, \"wake_p50_ns\": {}}}",
+            num(r.waiter_cpu), num(st.p50)
+        ));
+        long.push((name.clone(), r.waiter_cpu, st.p50));
+    }
+    writeln!(o.md, "## A store every ~1 ms (`long_wait`)\n").unwrap();
+    writeln!(
+        o.md,
+        "| impl | waiter CPU (fraction of one CPU) | wake p50 ns |\n| --- | ---: | ---: |"
+    )
+    .unwrap();
+    for (n, c, w) in &long {
+        writeln!(o.md, "| {n} | {c:.4} | {w:.0} |").unwrap();
+    }
+    writeln!(o.md).unwrap();
+
+    // Interference.
+    eprintln!("interference ...");
+    let workers = mwait_benches::usable_cpus();
+    let base1 = scenarios::compute_throughput(workers, b.interference);
+    let mut inter: Vec<(String, f64, f64, f64)> = Vec::new();
+    for (name, make) in &all {
+        let (thr, mut pair) =
+            scenarios::interference(*make, Duration::from_micros(50), b.interference);
+        let st = stats(&mut pair.wake_ns);
+        inter.push((name.clone(), thr, pair.waiter_cpu, st.p50));
+    }
+    let base2 = scenarios::compute_throughput(workers, b.interference);
+    let base = (base1 + base2) / 2.0;
+    writeln!(
+        o.md,
+        "## Compute workers beside a slow pair (`interference`)\n"
+    )
+    .unwrap();
+    writeln!(
+        o.md,
+        "{workers} compute threads fill the CPUs; a producer stores every ~50 µs and a waiter \
+         waits for each store. Throughput is relative to the workers alone (measured before \
+         and after: {:.1} % apart, which is this run's noise).\n",
+        (base1 - base2).abs() / base * 100.0
+    )
+    .unwrap();
+    writeln!(o.md, "| impl | worker throughput ratio | waiter CPU | wake p50 ns |\n| --- | ---: | ---: | ---: |").unwrap();
+    for (n, t, c, w) in &inter {
+        let ratio = t / base;
+        writeln!(o.md, "| {n} | {ratio:.3} | {c:.3} | {w:.0} |").unwrap();
+        o.json.push(format!(
+            "{{\"bench\": \"interference\", \"impl\": \"{n}\", \"throughput_ratio\": {}, \"waiter_cpu\": {}, \"wake_p50_ns\": {}}}",
+            num(ratio), num(*c), num(*w)
+        ));
+    }
+    writeln!(o.md).unwrap();
+
+    // Barrier.
+    eprintln!("barrier ...");
+    let n = b.barrier_episodes;
+    let barriers: Vec<(&str, Arc<dyn scenarios::BarrierLike>)> = vec![
+        ("waitcell", Arc::new(mwait::Barrier::new(2))),
+        ("std-barrier", Arc::new(std::sync::Barrier::new(2))),
+        ("spin", Arc::new(scenarios::SpinBarrier::default())),
+    ];
+    let mut bar: Vec<(String, f64)> = Vec::new();
+    writeln!(
+        o.md,
+        "## Barrier, two threads with asymmetric work, {n} episodes (`barrier`)\n"
+    )
+    .unwrap();
+    writeln!(o.md, "| impl | ns per episode |\n| --- | ---: |").unwrap();
+    for (name, barrier) in barriers {
+        let per = scenarios::barrier_episodes(barrier, n).as_nanos() as f64 / f64::from(n);
+        writeln!(o.md, "| {name} | {per:.0} |").unwrap();
+        o.json.push(format!(
+            "{{\"bench\": \"barrier\", \"impl\": \"{name}\", \"ns_per_episode\": {}}}",
+            num(per)
+        ));
+        bar.push((name.to_string(), per));
+    }
+    writeln!(o.md).unwrap();
+
+    // Async.
+    eprintln!("async ...");
+    writeln!(
+        o.md,
+        "## Async round trip between two tokio tasks (`async_pingpong`)\n"
+    )
+    .unwrap();
+    writeln!(o.md, "| impl | p50 ns | p99 ns |\n| --- | ---: | ---: |").unwrap();
+    for (name, tokio_notify) in [("waitcell-async", false), ("tokio-notify", true)] {
+        let mut s = scenarios::async_pingpong(tokio_notify, b.pingpong);
+        let st = stats(&mut s);
+        writeln!(o.md, "| {name} | {:.0} | {:.0} |", st.p50, st.p99).unwrap();
+        o.json.push(format!(
+            "{{\"bench\": \"async_pingpong\", \"impl\": \"{name}\", \"p50_ns\": {}, \"p99_ns\": {}}}",
+            num(st.p50), num(st.p99)
+        ));
+    }
+    writeln!(o.md).unwrap();
+
+    // Targets.
+    let get = |v: &[(String, Stats, f64)], n: &str| {
+        v.iter()
+            .find(|x| x.0 == n)
+            .map(|x| x.1.p50)
+            .unwrap_or(f64::NAN)
+    };
+    let nget = |n: &str| {
+        notify
+            .iter()
+            .find(|x| x.0 == n)
+            .map(|x| x.1)
+            .unwrap_or(f64::NAN)
+    };
+    let lget = |n: &str| {
+        long.iter()
+            .find(|x| x.0 == n)
+            .map(|x| x.1)
+            .unwrap_or(f64::NAN)
+    };
+    let iget = |n: &str| {
+        inter
+            .iter()
+            .find(|x| x.0 == n)
+            .map(|x| (x.1 / base, x.3))
+            .unwrap_or((f64::NAN, f64::NAN))
+    };
+    let bget = |n: &str| {
+        bar.iter()
+            .find(|x| x.0 == n)
+            .map(|x| x.1)
+            .unwrap_or(f64::NAN)
+    };
+    let (wi, fi) = (iget("waitcell"), iget("futex"));
+    let targets: Vec<(String, bool)> = vec![
+        (
+            format!(
+                "pingpong p50 <= 1.1x pause: {:.0} vs {:.0} ns ({:.2}x)",
+                get(&pp, "waitcell"),
+                get(&pp, "pause"),
+                get(&pp, "waitcell") / get(&pp, "pause")
+            ),
+            get(&pp, "waitcell") <= 1.1 * get(&pp, "pause"),
+        ),
+        (
+            format!("notify <= 5 ns: {:.2} ns", nget("waitcell")),
+            nget("waitcell") <= 5.0,
+        ),
+        (
+            format!(
+                "notify >= 45x cheaper than atomic-wait ({:.0}x) and std-condvar ({:.0}x)",
+                nget("atomic-wait") / nget("waitcell"),
+                nget("std-condvar") / nget("waitcell")
+            ),
+            nget("atomic-wait") >= 45.0 * nget("waitcell")
+                && nget("std-condvar") >= 45.0 * nget("waitcell"),
+        ),
+        (
+            format!(
+                "interference throughput >= 0.98x futex's: {:.3} vs {:.3}",
+                wi.0, fi.0
+            ),
+            wi.0 >= 0.98 * fi.0,
+        ),
+        (
+            format!(
+                "interference wake p50 <= futex's: {:.0} vs {:.0} ns",
+                wi.1, fi.1
+            ),
+            wi.1 <= fi.1,
+        ),
+        (
+            format!(
+                "same_cpu p50 <= 1.2x futex: {:.0} vs {:.0} ns ({:.2}x)",
+                get(&same, "waitcell"),
+                get(&same, "futex"),
+                get(&same, "waitcell") / get(&same, "futex")
+            ),
+            get(&same, "waitcell") <= 1.2 * get(&same, "futex"),
+        ),
+        (
+            format!(
+                "long_wait waiter CPU <= 1.2x futex: {:.4} vs {:.4}",
+                lget("waitcell"),
+                lget("futex")
+            ),
+            lget("waitcell") <= 1.2 * lget("futex"),
+        ),
+        (
+            format!(
+                "barrier faster than std Barrier: {:.0} vs {:.0} ns per episode",
+                bget("waitcell"),
+                bget("std-barrier")
+            ),
+            bget("waitcell") < bget("std-barrier"),
+        ),
+    ];
+    writeln!(o.md, "## Targets (WaitCell default policy)\n").unwrap();
+    for (t, ok) in &targets {
+        writeln!(o.md, "- {} {t}", if *ok { "HOLDS:" } else { "MISSED:" }).unwrap();
+    }
+    let held = targets.iter().filter(|t| t.1).count();
+    writeln!(
+        o.md,
+        "\n{held} of {} targets hold in this run.",
+        targets.len()
+    )
+    .unwrap();
+
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(format!("{out_dir}/report.md"), &o.md).unwrap();
+    let machine = format!(
+        "{{\"cpu\": {:?}, \"hypervisor\": {}, \"usable_cpus\": {}, \"waitpkg\": {}, \"monitorx\": {}, \"monitor_mwait\": {}, \"backend\": \"{}\", \"quick\": {}}}",
+        caps.brand, caps.hypervisor, caps.usable_cpus, caps.waitpkg, caps.monitorx, caps.monitor_mwait, sel.backend, quick
+    );
+    let json = format!(
+        "{{\"machine\": {machine},\n \"results\": [\n  {}\n ]}}\n",
+        o.json.join(",\n  ")
+    );
+    std::fs::write(format!("{out_dir}/summary.json"), json).unwrap();
+    std::fs::write(format!("{out_dir}/pingpong.svg"), svg(&o.svg_series)).unwrap();
+    print!("{}", o.md);
+    eprintln!("wrote {out_dir}/report.md, summary.json, pingpong.svg");
+}
+
+/// The round-trip distributions as cumulative curves on a log time axis.
+fn svg(series: &[(String, Vec<u64>)]) -> String {
+    const W: f64 = 900.0;
+    const H: f64 = 480.0;
+    const LEFT: f64 = 60.0;
+    const RIGHT: f64 = 200.0;
+    let lo = 10f64.ln();
+    let hi = 1e6f64.ln();
+    let x = |ns: f64| LEFT + (ns.max(10.0).ln() - lo) / (hi - lo) * (W - LEFT - RIGHT);
+    let y = |q: f64| H - 40.0 - q * (H - 70.0);
+    let colours = [
+        "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+        "#bcbd22", "#17becf", "#000000", "#aa3377",
+    ];
+    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{LEFT}\" y=\"20\" font-size=\"14\">Round-trip latency, two CPUs: cumulative distribution (log time)</text>\n");
+    for (i, ns) in [10.0, 100.0, 1e3, 1e4, 1e5, 1e6].iter().enumerate() {
+        let label = ["10 ns", "100 ns", "1 µs", "10 µs", "100 µs", "1 ms"][i];
+        let _ = writeln!(s, "<line x1=\"{0:.1}\" y1=\"{1:.1}\" x2=\"{0:.1}\" y2=\"{2:.1}\" stroke=\"#ddd\"/><text x=\"{0:.1}\" y=\"{3:.1}\" text-anchor=\"middle\">{label}</text>", x(*ns), y(0.0), y(1.0), H - 20.0);
+    }
+    for q in [0.0, 0.5, 0.99, 1.0] {
+        let _ = writeln!(s, "<line x1=\"{LEFT}\" y1=\"{0:.1}\" x2=\"{1:.1}\" y2=\"{0:.1}\" stroke=\"#ddd\"/><text x=\"{2}\" y=\"{0:.1}\" text-anchor=\"end\">p{3}</text>", y(q), W - RIGHT, LEFT - 5.0, (q * 100.0) as u32);
+    }
+    for (i, (name, samples)) in series.iter().enumerate() {
+        let mut v = samples.clone();
+        v.sort_unstable();
+        if v.is_empty() {
+            continue;
+        }
+        let steps = 200usize;
+        let pts: Vec<String> = (0..=steps)
+            .map(|k| {
+                let q = k as f64 / steps as f64;
+                let idx = ((q * (v.len() - 1) as f64).round() as usize).min(v.len() - 1);
+                format!("{:.1},{:.1}", x(v[idx] as f64), y(q))
+            })
+            .collect();
+        let c = colours[i % colours.len()];
+        let _ = writeln!(
+            s,
+            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\" points=\"{}\"/>",
+            pts.join(" ")
+        );
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" fill=\"{c}\">{name}</text>",
+            W - RIGHT + 10.0,
+            50.0 + 16.0 * i as f64
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}

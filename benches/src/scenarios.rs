@@ -1,0 +1,420 @@
+//! The measured scenarios, each returning plain numbers for the report runner and
+//! usable from criterion's `iter_custom`.
+
+use crate::impls::Make;
+use crate::{pin_to_cpu, sample_for, thread_cpu_time, Signal};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Where the two threads of a ping-pong run.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Pinned to CPUs 0 and 1.
+    TwoCpus,
+    /// Both pinned to CPU 0.
+    SameCpu,
+}
+
+impl Placement {
+    fn cpus(self) -> (usize, usize) {
+        match self {
+            Placement::TwoCpus => (0, 1),
+            Placement::SameCpu => (0, 0),
+        }
+    }
+}
+
+/// A running ping-pong partner: `round_trip()` runs one round trip.
+pub struct PingPong {
+    ping: Arc<dyn Signal>,
+    pong: Arc<dyn Signal>,
+    stop: Arc<AtomicBool>,
+    next: u32,
+    partner: Option<thread::JoinHandle<()>>,
+}
+
+impl PingPong {
+    /// Starts the partner thread; the calling thread becomes the timed side (and is
+    /// pinned as `placement` says).
+    pub fn start(make: Make, placement: Placement) -> PingPong {
+        let ping: Arc<dyn Signal> = Arc::from(make());
+        let pong: Arc<dyn Signal> = Arc::from(make());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (me, other) = placement.cpus();
+        let partner = {
+            let (ping, pong, stop) = (ping.clone(), pong.clone(), stop.clone());
+            thread::spawn(move || {
+                pin_to_cpu(other);
+                let mut i = 0u32;
+                loop {
+                    i = i.wrapping_add(1);
+                    i = ping.wait_ge(i);
+                    if stop.load(Ordering::Acquire) {
+                        return;
+                    }
+                    pong.set(i);
+                }
+            })
+        };
+        pin_to_cpu(me);
+        PingPong {
+            ping,
+            pong,
+            stop,
+            next: 0,
+            partner: Some(partner),
+        }
+    }
+
+    /// One round trip.
+    #[inline]
+    pub fn round_trip(&mut self) {
+        self.next = self.next.wrapping_add(1);
+        self.ping.set(self.next);
+        self.pong.wait_ge(self.next);
+    }
+}
+
+impl Drop for PingPong {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        self.ping.set(self.next.wrapping_add(1));
+        if let Some(p) = self.partner.take() {
+            p.join().unwrap();
+        }
+        // Give the calling thread its CPUs back.
+        unpin();
+    }
+}
+
+/// Gives the calling thread every CPU of the process again.
+pub fn unpin() {
+    // SAFETY: an all-zero cpu_set_t is valid; CPU_SET stays within it for CPUs below
+    // CPU_SETSIZE; the set outlives the call.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in 0..(libc::CPU_SETSIZE as usize).min(1024) {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// Round-trip samples (ns) of `make` for `budget` after `warmup` round trips.
+pub fn pingpong(make: Make, placement: Placement, budget: Duration, warmup: u32) -> Vec<u64> {
+    let mut pp = PingPong::start(make, placement);
+    for _ in 0..warmup {
+        pp.round_trip();
+    }
+    sample_for(budget, 2_000_000, || pp.round_trip())
+}
+
+/// Operations per timed batch of the notify scenario (amortises the clock reads).
+pub const NOTIFY_BATCH: u32 = 1_000;
+
+/// Cost of one notify with nobody waiting, per mechanism: samples of ns per op.
+pub fn notify_costs(budget: Duration) -> Vec<(String, Vec<f64>)> {
+    let batch = |f: &mut dyn FnMut(u32)| -> Vec<f64> {
+        let mut i = 0u32;
+        sample_for(budget, 100_000, || {
+            for _ in 0..NOTIFY_BATCH {
+                i = i.wrapping_add(1);
+                f(i);
+            }
+        })
+        .into_iter()
+        .map(|ns| ns as f64 / f64::from(NOTIFY_BATCH))
+        .collect()
+    };
+    let mut out = Vec::new();
+    let plain = AtomicU32::new(0);
+    out.push((
+        "plain-store".to_string(),
+        batch(&mut |i| plain.store(std::hint::black_box(i), Ordering::Release)),
+    ));
+    let cell = mwait::WaitCell::new(0);
+    // Park once so that the process takes the asymmetric-barrier path (as any
+    // process that has ever parked a waiter does).
+    let _ = cell.wait_until_timeout(|v| v == u32::MAX, Duration::from_micros(1));
+    out.push((
+        "waitcell".to_string(),
+        batch(&mut |i| std::hint::black_box(&cell).store(i)),
+    ));
+    let futex = crate::impls::Futex::default();
+    out.push(("futex".to_string(), batch(&mut |i| futex.set(i))));
+    let aw = AtomicU32::new(0);
+    out.push((
+        "atomic-wait".to_string(),
+        batch(&mut |i| {
+            aw.store(i, Ordering::Release);
+            atomic_wait::wake_one(&aw);
+        }),
+    ));
+    let cv = std::sync::Condvar::new();
+    out.push(("std-condvar".to_string(), batch(&mut |_| cv.notify_one())));
+    let pcv = parking_lot::Condvar::new();
+    out.push((
+        "parking-lot".to_string(),
+        batch(&mut |_| {
+            pcv.notify_one();
+        }),
+    ));
+    let sleeper = thread::spawn(|| thread::sleep(Duration::from_millis(1)));
+    let handle = sleeper.thread().clone();
+    out.push(("park".to_string(), batch(&mut |_| handle.unpark())));
+    sleeper.join().unwrap();
+    let parker = crossbeam_utils::sync::Parker::new();
+    let unparker = parker.unparker().clone();
+    out.push((
+        "crossbeam-parker".to_string(),
+        batch(&mut |_| unparker.unpark()),
+    ));
+    out
+}
+
+/// What a slow-producer scenario measured.
+#[derive(Clone, Debug, Default)]
+pub struct SlowProducer {
+    /// CPU time of the waiter thread per second of wall time.
+    pub waiter_cpu: f64,
+    /// Wake latencies (store to waiter running), ns.
+    pub wake_ns: Vec<u64>,
+}
+
+/// A producer that sleeps `gap` between stores and a waiter that waits for each.
+pub fn slow_producer(make: Make, gap: Duration, duration: Duration) -> SlowProducer {
+    let sig: Arc<dyn Signal> = Arc::from(make());
+    let stamp = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let epoch = Instant::now();
+    let waiter = {
+        let (sig, stamp, stop) = (sig.clone(), stamp.clone(), stop.clone());
+        thread::spawn(move || {
+            let cpu0 = thread_cpu_time();
+            let t0 = Instant::now();
+            let mut wake = Vec::new();
+            let mut i = 0u32;
+            loop {
+                i = sig.wait_ge(i + 1);
+                let now = epoch.elapsed().as_nanos() as u64;
+                if stop.load(Ordering::Acquire) {
+                    break;
+                }
+                wake.push(now.saturating_sub(stamp.load(Ordering::Acquire)));
+            }
+            let cpu = (thread_cpu_time() - cpu0).as_secs_f64() / t0.elapsed().as_secs_f64();
+            SlowProducer {
+                waiter_cpu: cpu,
+                wake_ns: wake,
+            }
+        })
+    };
+    let end = Instant::now() + duration;
+    let mut i = 0u32;
+    while Instant::now() < end {
+        thread::sleep(gap);
+        i = i.wrapping_add(1);
+        stamp.store(epoch.elapsed().as_nanos() as u64, Ordering::Release);
+        sig.set(i);
+    }
+    stop.store(true, Ordering::Release);
+    sig.set(i.wrapping_add(1));
+    waiter.join().unwrap()
+}
+
+/// Iterations per second of `workers` compute threads running for `duration`.
+pub fn compute_throughput(workers: usize, duration: Duration) -> f64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let ts: Vec<_> = (0..workers)
+        .map(|_| {
+            let stop = stop.clone();
+            thread::spawn(move || {
+                let mut n = 0u64;
+                let mut x = 1u64;
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..1_000 {
+                        x = x
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                    }
+                    n += 1;
+                }
+                std::hint::black_box(x);
+                n
+            })
+        })
+        .collect();
+    thread::sleep(duration);
+    stop.store(true, Ordering::Relaxed);
+    let total: u64 = ts.into_iter().map(|t| t.join().unwrap()).sum();
+    total as f64 / duration.as_secs_f64()
+}
+
+/// The interference experiment: compute workers filling the CPUs, beside a slow
+/// producer/waiter pair of `make`. Returns (worker throughput, pair measurements).
+pub fn interference(make: Make, gap: Duration, duration: Duration) -> (f64, SlowProducer) {
+    let workers = crate::usable_cpus();
+    let handle = thread::spawn(move || compute_throughput(workers, duration));
+    let pair = slow_producer(make, gap, duration);
+    (handle.join().unwrap(), pair)
+}
+
+/// A barrier the scenario can drive.
+pub trait BarrierLike: Send + Sync {
+    /// Waits for both threads.
+    fn wait(&self);
+}
+
+impl BarrierLike for mwait::Barrier {
+    fn wait(&self) {
+        mwait::Barrier::wait(self);
+    }
+}
+
+impl BarrierLike for std::sync::Barrier {
+    fn wait(&self) {
+        std::sync::Barrier::wait(self);
+    }
+}
+
+/// A sense-reversing spin barrier for two threads.
+#[derive(Default)]
+pub struct SpinBarrier {
+    count: AtomicU32,
+    sense: AtomicBool,
+}
+
+impl BarrierLike for SpinBarrier {
+    fn wait(&self) {
+        let sense = self.sense.load(Ordering::Acquire);
+        if self.count.fetch_add(1, Ordering::AcqRel) == 1 {
+            self.count.store(0, Ordering::Relaxed);
+            self.sense.store(!sense, Ordering::Release);
+        } else {
+            while self.sense.load(Ordering::Acquire) == sense {
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
+
+/// Busy work of about `units` × a few ns.
+#[inline]
+pub fn work(units: u32) {
+    let mut x = 1u64;
+    for _ in 0..units {
+        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+    }
+}
+
+/// mwmon's case 2: two threads with asymmetric work meet at a barrier `episodes`
+/// times; returns the total time.
+pub fn barrier_episodes(b: Arc<dyn BarrierLike>, episodes: u32) -> Duration {
+    const LIGHT: u32 = 200;
+    const HEAVY: u32 = 600;
+    let other = {
+        let b = b.clone();
+        thread::spawn(move || {
+            pin_to_cpu(1);
+            for _ in 0..episodes {
+                work(LIGHT);
+                b.wait();
+            }
+        })
+    };
+    pin_to_cpu(0);
+    let t0 = Instant::now();
+    for _ in 0..episodes {
+        work(HEAVY);
+        b.wait();
+    }
+    let took = t0.elapsed();
+    other.join().unwrap();
+    unpin();
+    took
+}
+
+/// Async ping-pong round trips on a two-worker tokio runtime: `waitcell-async`
+/// (two cells, `wait_until_async`) or `tokio-notify` (two `Notify` + values).
+pub fn async_pingpong(tokio_notify: bool, budget: Duration) -> Vec<u64> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        if tokio_notify {
+            let ping = Arc::new((tokio::sync::Notify::new(), AtomicU32::new(0)));
+            let pong = Arc::new((tokio::sync::Notify::new(), AtomicU32::new(0)));
+            let (pi, po) = (ping.clone(), pong.clone());
+            let partner = tokio::spawn(async move {
+                let mut i = 0u32;
+                loop {
+                    i = i.wrapping_add(1);
+                    loop {
+                        let n = pi.0.notified();
+                        if pi.1.load(Ordering::Acquire) == i {
+                            break;
+                        }
+                        n.await;
+                    }
+                    if i == u32::MAX {
+                        return;
+                    }
+                    po.1.store(i, Ordering::Release);
+                    po.0.notify_one();
+                }
+            });
+            let mut out = Vec::new();
+            let end = Instant::now() + budget;
+            let mut i = 0u32;
+            while Instant::now() < end {
+                i += 1;
+                let t0 = Instant::now();
+                ping.1.store(i, Ordering::Release);
+                ping.0.notify_one();
+                loop {
+                    let n = pong.0.notified();
+                    if pong.1.load(Ordering::Acquire) == i {
+                        break;
+                    }
+                    n.await;
+                }
+                out.push(t0.elapsed().as_nanos() as u64);
+            }
+            ping.1.store(u32::MAX, Ordering::Release);
+            ping.0.notify_one();
+            partner.abort();
+            out
+        } else {
+            let ping = Arc::new(mwait::WaitCell::new(0));
+            let pong = Arc::new(mwait::WaitCell::new(0));
+            let (pi, po) = (ping.clone(), pong.clone());
+            let partner = tokio::spawn(async move {
+                let mut i = 0u32;
+                loop {
+                    i = i.wrapping_add(1);
+                    pi.wait_until_async(|v| v == i || v == u32::MAX).await;
+                    if pi.load() == u32::MAX {
+                        return;
+                    }
+                    po.store(i);
+                }
+            });
+            let mut out = Vec::new();
+            let end = Instant::now() + budget;
+            let mut i = 0u32;
+            while Instant::now() < end {
+                i += 1;
+                let t0 = Instant::now();
+                ping.store(i);
+                pong.wait_until_async(|v| v == i).await;
+                out.push(t0.elapsed().as_nanos() as u64);
+            }
+            ping.store(u32::MAX);
+            partner.await.unwrap();
+            out
+        }
+    })
+}
