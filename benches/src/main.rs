@@ -55,6 +55,11 @@ fn main() {
         .position(|a| a == "--out")
         .and_then(|i| args.get(i + 1).cloned())
         .unwrap_or_else(|| "target/mwait-bench".into());
+    let only: Option<String> = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1).cloned());
+    let run = |bench: &str| only.as_deref().is_none_or(|o| o == bench);
     let b = Budgets::new(if quick { 1 } else { FULL_SCALE });
     let caps = mwait::Capabilities::detect();
     let sel = mwait::selection();
@@ -94,6 +99,9 @@ fn main() {
             &mut same,
         ),
     ] {
+        if !run(bench) {
+            continue;
+        }
         eprintln!("{bench} ...");
         for (name, make) in &all {
             let mut s = scenarios::pingpong(*make, placement, b.pingpong, 200);
@@ -136,13 +144,17 @@ fn main() {
 
     // Notify with nobody waiting.
     eprintln!("notify ...");
-    let notify: Vec<(String, f64)> = scenarios::notify_costs(b.notify)
-        .into_iter()
-        .map(|(n, v)| {
-            let mut v: Vec<u64> = v.iter().map(|x| (x * 1000.0) as u64).collect();
-            (n, stats(&mut v).p50 / 1000.0)
-        })
-        .collect();
+    let notify: Vec<(String, f64)> = scenarios::notify_costs(if run("notify") {
+        b.notify
+    } else {
+        Duration::ZERO
+    })
+    .into_iter()
+    .map(|(n, v)| {
+        let mut v: Vec<u64> = v.iter().map(|x| (x * 1000.0) as u64).collect();
+        (n, stats(&mut v).p50 / 1000.0)
+    })
+    .collect();
     writeln!(o.md, "## Notify with nobody waiting (`notify`)\n").unwrap();
     writeln!(
         o.md,
@@ -163,7 +175,7 @@ fn main() {
     // Long waits: CPU while waiting.
     eprintln!("long_wait ...");
     let mut long: Vec<(String, f64, f64)> = Vec::new();
-    for (name, make) in &all {
+    for (name, make) in all.iter().filter(|_| run("long_wait")) {
         let mut r = scenarios::slow_producer(*make, Duration::from_millis(1), b.long_wait);
         let st = stats(&mut r.wake_ns);
         o.json.push(format!(
@@ -188,7 +200,7 @@ fn main() {
     let workers = mwait_benches::usable_cpus();
     let base1 = scenarios::compute_throughput(workers, b.interference);
     let mut inter: Vec<(String, f64, f64, f64)> = Vec::new();
-    for (name, make) in &all {
+    for (name, make) in all.iter().filter(|_| run("interference")) {
         let (thr, mut pair) =
             scenarios::interference(*make, Duration::from_micros(50), b.interference);
         let st = stats(&mut pair.wake_ns);
@@ -235,7 +247,7 @@ fn main() {
     )
     .unwrap();
     writeln!(o.md, "| impl | ns per episode |\n| --- | ---: |").unwrap();
-    for (name, barrier) in barriers {
+    for (name, barrier) in barriers.into_iter().filter(|_| run("barrier")) {
         let per = scenarios::barrier_episodes(barrier, n).as_nanos() as f64 / f64::from(n);
         writeln!(o.md, "| {name} | {per:.0} |").unwrap();
         o.json.push(format!(
@@ -254,7 +266,10 @@ fn main() {
     )
     .unwrap();
     writeln!(o.md, "| impl | p50 ns | p99 ns |\n| --- | ---: | ---: |").unwrap();
-    for (name, tokio_notify) in [("waitcell-async", false), ("tokio-notify", true)] {
+    for (name, tokio_notify) in [("waitcell-async", false), ("tokio-notify", true)]
+        .into_iter()
+        .filter(|_| run("async_pingpong"))
+    {
         let mut s = scenarios::async_pingpong(tokio_notify, b.pingpong);
         let st = stats(&mut s);
         writeln!(o.md, "| {name} | {:.0} | {:.0} |", st.p50, st.p99).unwrap();

@@ -1,15 +1,13 @@
-//! `cargo xtask`: the workspace's build, test, VM-test, codegen and bench driver.
+//! `cargo xtask`: the workspace's build, test, stress and bench driver.
 //!
 //! One binary, no dependencies beyond std, so that it builds in seconds on a fresh
 //! machine. Every subcommand installs what it needs (rustup targets, Debian packages)
 //! and says what it installs.
 
 mod bench;
-mod codegen;
 mod hwtest;
 mod test;
 mod util;
-mod vm;
 
 use std::process::ExitCode;
 
@@ -18,11 +16,9 @@ usage: cargo xtask <command> [options]
 
 commands:
   test            everything CI runs: fmt, clippy, tests, doctests, loom, docs,
-                  aarch64 check, package, hardware-tier suites, VM tests
+                  other targets, packaging, hardware-tier suites
   stress [N]      long stress run with each tier forced (default 10^8 handoffs)
   bench [--quick] the benchmark suite; writes target/mwait-bench/report.md
-  vm-test         boots the kernel module in QEMU and runs the in-guest suite
-  codegen [--check]  regenerates crates/mwait-sys bindings from the uapi header
   hw-test         the hardware tiers' suites (UMWAIT under qemu-user, MWAITX native)
 ";
 
@@ -39,8 +35,6 @@ fn main() -> ExitCode {
         "test" => test::run(rest),
         "stress" => test::stress(rest),
         "bench" => bench::run(rest),
-        "vm-test" => vm::run(rest),
-        "codegen" => codegen::run(rest),
         "hw-test" => hwtest::run(rest),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");

@@ -1,6 +1,4 @@
 //! Small helpers shared by the subcommands: paths, running commands, installing tools.
-// Some helpers serve only the subcommands built in later issues.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

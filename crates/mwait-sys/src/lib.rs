@@ -1,4 +1,8 @@
-//! Raw ABI of the `/dev/mwait` kernel shim (`kmod/include/uapi/linux/mwait.h`).
+//! Raw ABI of the `/dev/mwait` kernel shim: bindings generated from
+//! `kmod/include/uapi/linux/mwait.h` and the ioctl opcodes.
 //!
-//! The bindings are generated offline by `cargo xtask codegen` and checked in.
+//! **Empty for now.** The kernel shim (its uapi header, the module, the generated
+//! bindings and the kernel tier of `mwait`) is not built yet; this crate holds the
+//! place the workspace layout gives it and exports nothing, and `mwait` does not
+//! depend on it.
 #![no_std]

@@ -42,7 +42,7 @@ pub(crate) fn waiter_barrier() {
     use std::sync::OnceLock;
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     let light = *REGISTERED.get_or_init(|| {
-        let ok = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+        let ok = membarrier_wanted() && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
         if ok {
             LIGHT_NOTIFY.store(true, core::sync::atomic::Ordering::SeqCst);
         }
@@ -71,6 +71,13 @@ pub(crate) fn waiter_barrier() {
 #[cfg(not(all(target_os = "linux", not(loom))))]
 pub(crate) fn waiter_barrier() {
     crate::primitive::fence(crate::primitive::Ordering::SeqCst);
+}
+
+/// Whether the asymmetric barrier is wanted: `MWAIT_MEMBARRIER=0` turns it off (then
+/// every notify is a locked `xchg` and every park a plain fence).
+#[cfg(all(target_os = "linux", not(loom)))]
+fn membarrier_wanted() -> bool {
+    std::env::var("MWAIT_MEMBARRIER").map_or(true, |v| v.trim() != "0")
 }
 
 /// `membarrier(2)` commands (linux/membarrier.h; not in the libc crate).
