@@ -29,7 +29,8 @@
 //!    none on cells where spinning keeps failing);
 //! 2. **hardware wait**: arm a monitor on the cell's line and let the CPU sleep until
 //!    the line is written (UMONITOR/UMWAIT on Intel, MONITORX/MWAITX on AMD, or
-//!    MONITOR/MWAIT in ring 0 through the `/dev/mwait` kernel shim);
+//!    MONITOR/MWAIT in ring 0 through a `/dev/mwait` kernel shim, which is not built
+//!    yet);
 //! 3. **park**: sleep on a futex, which frees the CPU for other threads.
 //!
 //! The process's [`Backend`] is chosen once, from CPUID ([`Capabilities::detect`]),
@@ -39,7 +40,7 @@
 //! | --- | --- | --- |
 //! | Intel with WAITPKG (Tremont, Alder Lake, Sapphire Rapids and later) | UMWAIT | spin → UMWAIT → futex |
 //! | AMD with MONITORX (family 15h and later, Zen) | MWAITX | spin → MWAITX → futex |
-//! | Intel without WAITPKG, `/dev/mwait` loaded | kernel MWAIT | spin → ioctl → futex |
+//! | Intel without WAITPKG, `/dev/mwait` loaded | kernel MWAIT (not built yet: the shim is future work) | spin → futex |
 //! | anything else on Linux (and most VMs, which hide all three) | none | spin → futex |
 //! | other operating systems | none | spin → `sched_yield` loop |
 //!
@@ -50,6 +51,35 @@
 //!   unless the test-only `MWAIT_UNSAFE_FORCE=1` is set too.
 //! - `MWAIT_DISABLE=umwait,mwaitx,kernel` (or `hw`) is the kill switch: auto-selection
 //!   skips those backends.
+//! - `MWAIT_MEMBARRIER=0` turns off the asymmetric barrier (see below).
+//! - `MWAIT_SELFTEST=0` (test-only) skips the hardware tiers' self-test, so that a
+//!   tier that an emulator runs as a no-op can still be exercised.
+//!
+//! # Where each hardware tier has run
+//!
+//! | tier | executed | timed on real hardware |
+//! | --- | --- | --- |
+//! | UMWAIT / TPAUSE | under `qemu-x86_64-static -cpu max` (no-op there), `cargo xtask hw-test` | not yet |
+//! | MWAITX | natively on AMD EPYC KVM guests that execute it although CPUID hides it (returns in ~2 µs there), `cargo xtask hw-test` | not yet |
+//! | kernel MWAIT | not built yet | not yet |
+//!
+//! Every hardware tier runs a self-test the first time it is chosen (five 20 µs waits
+//! with no writer): one that returns at once is an emulated no-op and is demoted, with
+//! the reason in [`Selection::demoted`].
+//!
+//! # The asymmetric barrier, and what it costs
+//!
+//! A notifier must order its store before its check for parked waiters. A locked
+//! instruction does that (an `xchg`: about 12 ns on the AMD EPYC guests measured
+//! here); instead, once a process has parked a waiter, mwait registers for
+//! `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` and lets the *parking* waiter pay:
+//! the notify becomes a plain store and a load (about 1.4 ns), and every park runs one
+//! `membarrier`, which costs about 0.1 µs when no other thread of the process is
+//! running and about 5 µs (an inter-processor interrupt to each CPU running one; a VM
+//! exit under a hypervisor) when some are, and briefly interrupts those threads.
+//! Programs that park often while other threads of theirs compute can turn it off with
+//! `MWAIT_MEMBARRIER=0`. The full argument is in the source (`cell.rs`, "Notes about
+//! memory ordering").
 //!
 //! # The contract
 //!
