@@ -37,14 +37,11 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("barrier");
     g.sample_size(10);
-    for (name, mk) in [(
-        "waitcell",
-        (|| Arc::new(mwait::Barrier::new(2))) as fn() -> Arc<mwait::Barrier>,
-    )] {
-        g.bench_function(name, |b| {
-            b.iter_custom(|iters| scenarios::barrier_episodes(mk(), iters.max(1) as u32))
-        });
-    }
+    g.bench_function("waitcell", |b| {
+        b.iter_custom(|iters| {
+            scenarios::barrier_episodes(Arc::new(mwait::Barrier::new(2)), iters.max(1) as u32)
+        })
+    });
     g.bench_function("std-barrier", |b| {
         b.iter_custom(|iters| {
             scenarios::barrier_episodes(Arc::new(std::sync::Barrier::new(2)), iters.max(1) as u32)
