@@ -49,6 +49,16 @@ fn num(x: f64) -> String {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(scenarios::COMPUTE_WORKER_ARG) {
+        // The interference load: `--compute-worker THREADS MILLIS` prints iterations/s.
+        let workers: usize = args[1].parse().expect("thread count");
+        let ms: u64 = args[2].parse().expect("milliseconds");
+        println!(
+            "{}",
+            scenarios::compute_throughput(workers, Duration::from_millis(ms))
+        );
+        return;
+    }
     let quick = args.iter().any(|a| a == "--quick");
     let out_dir = args
         .iter()
@@ -198,7 +208,7 @@ fn main() {
     // Interference.
     eprintln!("interference ...");
     let workers = mwait_benches::usable_cpus();
-    let base1 = scenarios::compute_throughput(workers, b.interference);
+    let base1 = scenarios::compute_throughput_process(workers, b.interference);
     let mut inter: Vec<(String, f64, f64, f64)> = Vec::new();
     for (name, make) in all.iter().filter(|_| run("interference")) {
         let (thr, mut pair) =
@@ -206,7 +216,7 @@ fn main() {
         let st = stats(&mut pair.wake_ns);
         inter.push((name.clone(), thr, pair.waiter_cpu, st.p50));
     }
-    let base2 = scenarios::compute_throughput(workers, b.interference);
+    let base2 = scenarios::compute_throughput_process(workers, b.interference);
     let base = (base1 + base2) / 2.0;
     writeln!(
         o.md,
@@ -215,8 +225,8 @@ fn main() {
     .unwrap();
     writeln!(
         o.md,
-        "{workers} compute threads fill the CPUs; a producer stores every ~50 µs and a waiter \
-         waits for each store. Throughput is relative to the workers alone (measured before \
+        "{workers} compute threads in a separate process (the seeds' load was a kernel build) \
+         fill the CPUs; a producer stores every ~50 µs and a waiter waits for each store. Throughput is relative to the workers alone (measured before \
          and after: {:.1} % apart, which is this run's noise).\n",
         (base1 - base2).abs() / base * 100.0
     )

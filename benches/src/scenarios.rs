@@ -252,11 +252,31 @@ pub fn compute_throughput(workers: usize, duration: Duration) -> f64 {
     total as f64 / duration.as_secs_f64()
 }
 
-/// The interference experiment: compute workers filling the CPUs, beside a slow
-/// producer/waiter pair of `make`. Returns (worker throughput, pair measurements).
+/// The argument that turns the report runner into a compute-worker process.
+pub const COMPUTE_WORKER_ARG: &str = "--compute-worker";
+
+/// [`compute_throughput`] in a separate process (the running binary, started with
+/// [`COMPUTE_WORKER_ARG`]): the seeds' interference load was another program (a kernel
+/// build), and a process-private `membarrier` does not interrupt other processes.
+pub fn compute_throughput_process(workers: usize, duration: Duration) -> f64 {
+    let out = std::process::Command::new(std::env::current_exe().expect("own path"))
+        .arg(COMPUTE_WORKER_ARG)
+        .arg(workers.to_string())
+        .arg(duration.as_millis().to_string())
+        .output()
+        .expect("start the compute-worker process");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("compute worker printed {text:?}"))
+}
+
+/// The interference experiment: compute workers filling the CPUs (in a separate
+/// process), beside a slow producer/waiter pair of `make`. Returns (worker
+/// throughput, pair measurements).
 pub fn interference(make: Make, gap: Duration, duration: Duration) -> (f64, SlowProducer) {
     let workers = crate::usable_cpus();
-    let handle = thread::spawn(move || compute_throughput(workers, duration));
+    let handle = thread::spawn(move || compute_throughput_process(workers, duration));
     let pair = slow_producer(make, gap, duration);
     (handle.join().unwrap(), pair)
 }
