@@ -191,8 +191,9 @@ impl WaitPolicy {
 
     /// Use `backend`'s ladder for these waits instead of the process's choice.
     /// `Backend::Futex` parks at once unless a spin budget is set; `Backend::Spin`
-    /// never parks. A hardware backend must be usable here (see [`Selection`]): a wait
-    /// with one that is not panics with the reason.
+    /// never parks. A hardware backend must be offered here (or forced with the
+    /// test-only `MWAIT_UNSAFE_FORCE=1`): a wait with one that is not panics with the
+    /// reason. One that its self-test demoted is skipped: those waits spin, then park.
     pub const fn backend(mut self, backend: Backend) -> WaitPolicy {
         self.backend = Some(backend);
         self
