@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /dev/mwait: bounded ring-0 MONITOR/MWAIT on a user word.
+ *
+ * On CPUs whose MONITOR/MWAIT exist only in ring 0 this device waits on a
+ * user __u32 on the caller's behalf.  The wait is bounded: it returns the
+ * moment the word changes, the deadline passes, the scheduler needs the
+ * CPU or a signal is pending, so the caller can fall back to a futex and
+ * never holds a CPU the scheduler wants.  The notifier stays a plain store.
+ */
+
+#include <linux/fs.h>
+#include <linux/highmem.h>
+#include <linux/miscdevice.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/sched/signal.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+#include <asm/cpufeature.h>
+#include <asm/mwait.h>
+#include <asm/processor.h>
+#include <uapi/linux/mwait.h>
+
+/* Longest wait accepted, from now to the deadline: one second in ns. */
+#define MWAIT_MAX_WAIT_NS	NSEC_PER_SEC
+
+static bool mwait_usable(void)
+{
+	return boot_cpu_has(X86_FEATURE_MWAIT);
+}
+
+static void mwait_leaf5(u32 *line_size, u32 *substates)
+{
+	unsigned int eax, ebx, ecx, edx;
+
+	*line_size = 0;
+	*substates = 0;
+	if (!mwait_usable() || boot_cpu_data.cpuid_level < CPUID_MWAIT_LEAF)
+		return;
+	cpuid(CPUID_MWAIT_LEAF, &eax, &ebx, &ecx, &edx);
+	*line_size = ebx & 0xffff;
+	*substates = edx;
+}
+
+/* A hint (c << 4 | s) is allowed when C-state c + 1 has more than s. */
+static bool mwait_hint_ok(u32 hint, u32 substates)
+{
+	u32 cstate = (hint >> 4) & 0xf;
+	u32 sub = hint & 0xf;
+
+	if (hint & ~0xffU || cstate >= 7)
+		return false;
+	/* Hint 0x00 (C1) is architecturally always allowed. */
+	if (hint == 0)
+		return true;
+	return ((substates >> (4 * (cstate + 1))) & 0xf) > sub;
+}
+
+static long mwait_ioc_info(void __user *argp)
+{
+	struct mwait_info info = {
+		.abi_version = MWAIT_ABI_VERSION,
+		.flags = mwait_usable() ? MWAIT_INFO_USABLE : 0,
+		.max_wait_ns = MWAIT_MAX_WAIT_NS,
+	};
+
+	mwait_leaf5(&info.line_size, &info.substates);
+	if (copy_to_user(argp, &info, sizeof(info)))
+		return -EFAULT;
+	return 0;
+}
+
+/*
+ * Arm the monitor, re-check the word, then MWAIT, with preemption disabled
+ * around the pair so the armed monitor belongs to the CPU that sleeps.
+ * Re-arm after every wake.  Returns the MWAIT_REASON_* that ended it.
+ */
+static u32 mwait_loop(u32 *word, struct mwait_wait *w)
+{
+	u32 v;
+
+	for (;;) {
+		preempt_disable();
+		__monitor(word, 0, 0);
+		v = READ_ONCE(*word);
+		if ((v & w->mask) != w->expected) {
+			preempt_enable();
+			w->value = v;
+			return MWAIT_REASON_CHANGED;
+		}
+		if (!need_resched())
+			__mwait(w->hint, 0);
+		preempt_enable();
+		w->wakeups++;
+		w->value = READ_ONCE(*word);
+		if ((w->value & w->mask) != w->expected)
+			return MWAIT_REASON_CHANGED;
+		if (need_resched())
+			return MWAIT_REASON_RESCHED;
+		if (signal_pending(current))
+			return MWAIT_REASON_SIGNAL;
+		if (ktime_get_ns() >= w->deadline_ns)
+			return MWAIT_REASON_DEADLINE;
+	}
+}
+
+static long mwait_ioc_wait(void __user *argp)
+{
+	struct mwait_wait w;
+	struct page *page;
+	u32 line_size, substates;
+	unsigned long uaddr;
+	u64 now;
+	void *kaddr;
+	long ret;
+
+	if (copy_from_user(&w, argp, sizeof(w)))
+		return -EFAULT;
+	if (!mwait_usable())
+		return -EOPNOTSUPP;
+	if (w.pad || w.flags & ~MWAIT_WAIT_FLAGS_ALL)
+		return -EINVAL;
+	if (w.addr & (sizeof(u32) - 1))
+		return -EINVAL;
+	if (w.addr > ULONG_MAX ||
+	    !access_ok((void __user *)(unsigned long)w.addr, sizeof(u32)))
+		return -EFAULT;
+	mwait_leaf5(&line_size, &substates);
+	if (!mwait_hint_ok(w.hint, substates))
+		return -EINVAL;
+	now = ktime_get_ns();
+	if (w.deadline_ns > now && w.deadline_ns - now > MWAIT_MAX_WAIT_NS)
+		return -ERANGE;
+
+	uaddr = (unsigned long)w.addr;
+	if (pin_user_pages_fast(uaddr & PAGE_MASK, 1, 0, &page) != 1)
+		return -EFAULT;
+	kaddr = kmap_local_page(page);
+
+	w.value = 0;
+	w.wakeups = 0;
+	w.reason = mwait_loop(kaddr + offset_in_page(uaddr), &w);
+
+	kunmap_local(kaddr);
+	unpin_user_page(page);
+
+	if (copy_to_user(argp, &w, sizeof(w)))
+		return -EFAULT;
+	ret = w.reason == MWAIT_REASON_SIGNAL ? -EINTR : 0;
+	return ret;
+}
+
+static long mwait_ioctl(struct file *file, unsigned int cmd,
+			unsigned long arg)
+{
+	void __user *argp = (void __user *)arg;
+
+	switch (cmd) {
+	case MWAIT_IOC_INFO:
+		return mwait_ioc_info(argp);
+	case MWAIT_IOC_WAIT:
+		return mwait_ioc_wait(argp);
+	default:
+		return -ENOTTY;
+	}
+}
+
+static const struct file_operations mwait_fops = {
+	.owner = THIS_MODULE,
+	.unlocked_ioctl = mwait_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = noop_llseek,
+};
+
+static struct miscdevice mwait_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "mwait",
+	.fops = &mwait_fops,
+	.mode = 0666,
+};
+
+module_misc_device(mwait_misc);
+
+MODULE_DESCRIPTION("Bounded ring-0 MONITOR/MWAIT on a user word");
+MODULE_LICENSE("GPL");
