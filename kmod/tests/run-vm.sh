@@ -1,0 +1,33 @@
+#!/bin/sh
+# Builds the module and the C test, boots them in a QEMU TCG guest with the
+# Debian cloud kernel matching the installed headers, and checks the log.
+# Needs: qemu-system-x86 busybox-static cpio linux-headers-cloud-amd64 gcc.
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=${WORK:-/tmp/mwait-vm}
+KVER=$(dpkg-query -W -f='${Depends}' linux-headers-cloud-amd64 |
+	sed -E 's/^linux-headers-([^ ,]+).*/\1/')
+mkdir -p "$work/root/bin"
+cd "$work"
+[ -d kimg ] || { apt-get download "linux-image-$KVER" &&
+	dpkg-deb -x linux-image-"${KVER}"_*.deb kimg; }
+rm -rf kb && cp -r "$here" kb
+make -s -C "/usr/src/linux-headers-$KVER" M="$work/kb" W=1 modules
+cp kb/mwait.ko root/
+gcc -O2 -Wall -Wextra -static -pthread -o root/mwait_test \
+	"$here/tests/mwait_test.c"
+cp /bin/busybox root/bin/ && ln -sf busybox root/bin/sh
+for c in mount insmod rmmod dmesg grep poweroff; do
+	ln -sf busybox root/bin/$c
+done
+cp "$here/tests/init" root/init && chmod +x root/init
+(cd root && find . | cpio -o -H newc 2>/dev/null | gzip) > initramfs.gz
+timeout 240 qemu-system-x86_64 -nographic -no-reboot -smp 2 -m 512 \
+	-accel tcg -cpu max -kernel "kimg/boot/vmlinuz-$KVER" \
+	-initrd initramfs.gz -append 'console=ttyS0 panic=-1 quiet' \
+	> serial.log 2>&1 || true
+grep -E '^(ok|not ok|#)' serial.log | tr -d '\r'
+pass=$(grep -c '^ok' serial.log || true)
+fail=$(grep -c '^not ok' serial.log || true)
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
