@@ -14,6 +14,8 @@
 //! hold a CPU that the scheduler needs for longer than an episode).
 
 pub(crate) mod futex;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
+pub(crate) mod kernel;
 #[cfg(all(target_arch = "x86_64", not(loom)))]
 pub(crate) mod mwaitx;
 pub(crate) mod spin;
@@ -144,6 +146,9 @@ pub(crate) enum HwTier {
     /// MONITORX/MWAITX.
     #[cfg(all(target_arch = "x86_64", not(loom)))]
     Mwaitx(mwaitx::Mwaitx),
+    /// Ring-0 MONITOR/MWAIT through `/dev/mwait`.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
+    Kernel(kernel::Kernel),
     /// Loom's stand-in for any hardware tier: an episode is a yield that returns
     /// `Woken`, i.e. a wait that may end spuriously at any point.
     #[cfg(loom)]
@@ -159,6 +164,8 @@ impl HwTier {
             HwTier::Umwait(_) => Backend::Umwait,
             #[cfg(all(target_arch = "x86_64", not(loom)))]
             HwTier::Mwaitx(_) => Backend::Mwaitx,
+            #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
+            HwTier::Kernel(_) => Backend::Kernel,
             #[cfg(loom)]
             HwTier::Model => Backend::Umwait,
         }
@@ -176,6 +183,8 @@ impl HardwareWait for HwTier {
             HwTier::Umwait(t) => t.wait_episode(word, old, deadline_ns, cstate),
             #[cfg(all(target_arch = "x86_64", not(loom)))]
             HwTier::Mwaitx(t) => t.wait_episode(word, old, deadline_ns, cstate),
+            #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
+            HwTier::Kernel(t) => t.wait_episode(word, old, deadline_ns, cstate),
             #[cfg(loom)]
             HwTier::Model => {
                 let _ = (word, old, deadline_ns, cstate);
@@ -325,6 +334,10 @@ fn build_tier(
             };
             Ok(HwTier::Mwaitx(mwaitx::Mwaitx(token)))
         }
+        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
+        Backend::Kernel => kernel::Kernel::open()
+            .map(HwTier::Kernel)
+            .map_err(HwError::Unavailable),
         other => Err(HwError::Unavailable(format!(
             "the {other} tier is not part of this build"
         ))),
