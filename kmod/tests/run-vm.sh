@@ -16,6 +16,11 @@ make -s -C "/usr/src/linux-headers-$KVER" M="$work/kb" W=1 modules
 cp kb/mwait.ko root/
 gcc -O2 -Wall -Wextra -static -pthread -o root/mwait_test \
 	"$here/tests/mwait_test.c"
+(cd "$here/.." && RUSTFLAGS='-C target-feature=+crt-static' cargo build -q \
+	--release -p mwait-vm-guest --target x86_64-unknown-linux-gnu \
+	--target-dir target/vm-guest)
+cp "$here/../target/vm-guest/x86_64-unknown-linux-gnu/release/mwait-vm-guest" \
+	root/mwait_guest
 cp /bin/busybox root/bin/ && ln -sf busybox root/bin/sh
 for c in mount insmod rmmod dmesg grep poweroff; do
 	ln -sf busybox root/bin/$c
