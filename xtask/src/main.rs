@@ -8,6 +8,7 @@ mod bench;
 mod hwtest;
 mod test;
 mod util;
+mod vm;
 
 use std::process::ExitCode;
 
@@ -36,6 +37,7 @@ fn main() -> ExitCode {
         "stress" => test::stress(rest),
         "bench" => bench::run(rest),
         "hw-test" => hwtest::run(rest),
+        "vm-test" => vm::run_vm(rest),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())
