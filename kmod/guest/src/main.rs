@@ -29,12 +29,18 @@ fn main() {
         thread::sleep(Duration::from_millis(20));
         c.store(1);
     });
-    all &= check(cell.wait_until(|v| v != 0) == 1, "wake on store across threads");
+    all &= check(
+        cell.wait_until(|v| v != 0) == 1,
+        "wake on store across threads",
+    );
     t.join().unwrap();
 
     let t0 = std::time::Instant::now();
     let r = cell.wait_until_timeout(|v| v == 99, DEADLINE);
-    all &= check(r.is_timed_out() && t0.elapsed() >= DEADLINE, "deadline honoured");
+    all &= check(
+        r.is_timed_out() && t0.elapsed() >= DEADLINE,
+        "deadline honoured",
+    );
 
     let cells: Arc<Vec<WaitCell>> = Arc::new((0..WAITERS).map(|_| WaitCell::new(0)).collect());
     let hs: Vec<_> = (0..WAITERS as usize)
