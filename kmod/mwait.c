@@ -89,6 +89,11 @@ static u32 mwait_loop(u32 *word, struct mwait_wait *w)
 			w->value = v;
 			return MWAIT_REASON_CHANGED;
 		}
+		if (ktime_get_ns() >= w->deadline_ns) {
+			preempt_enable();
+			w->value = v;
+			return MWAIT_REASON_DEADLINE;
+		}
 		if (!need_resched())
 			__mwait(w->hint, 0);
 		preempt_enable();

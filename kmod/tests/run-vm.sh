@@ -9,7 +9,7 @@ KVER=$(dpkg-query -W -f='${Depends}' linux-headers-cloud-amd64 |
 	sed -E 's/^linux-headers-([^ ,]+).*/\1/')
 mkdir -p "$work/root/bin"
 cd "$work"
-[ -d kimg ] || { apt-get download "linux-image-$KVER" &&
+[ -f "kimg/boot/vmlinuz-$KVER" ] || { rm -rf kimg; apt-get download "linux-image-$KVER" &&
 	dpkg-deb -x linux-image-"${KVER}"_*.deb kimg; }
 rm -rf kb && cp -r "$here" kb
 make -s -C "/usr/src/linux-headers-$KVER" M="$work/kb" W=1 modules
@@ -34,5 +34,10 @@ timeout 240 qemu-system-x86_64 -nographic -no-reboot -smp 2 -m 512 \
 grep -E '^(ok|not ok|#)' serial.log | tr -d '\r'
 pass=$(grep -c '^ok' serial.log || true)
 fail=$(grep -c '^not ok' serial.log || true)
+# The last step of init; without it the guest died or hung part-way.
+if ! grep -q '^ok dmesg clean' serial.log; then
+	echo "not ok the guest did not reach its last step (see $work/serial.log)"
+	fail=$((fail + 1))
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

@@ -1,4 +1,4 @@
-//! `cargo xtask`: the workspace's build, test, stress and bench driver.
+//! `cargo xtask`: the workspace's build, test, VM-test, stress and bench driver.
 //!
 //! One binary, no dependencies beyond std, so that it builds in seconds on a fresh
 //! machine. Every subcommand installs what it needs (rustup targets, Debian packages)
@@ -17,10 +17,11 @@ usage: cargo xtask <command> [options]
 
 commands:
   test            everything CI runs: fmt, clippy, tests, doctests, loom, docs,
-                  other targets, packaging, hardware-tier suites
+                  other targets, packaging, hardware-tier suites, VM tests
   stress [N]      long stress run with each tier forced (default 10^8 handoffs)
   bench [--quick] the benchmark suite; writes target/mwait-bench/report.md
   hw-test         the hardware tiers' suites (UMWAIT under qemu-user, MWAITX native)
+  vm-test         builds the kernel module, boots it in QEMU and runs the in-guest suite
 ";
 
 fn main() -> ExitCode {

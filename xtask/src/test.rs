@@ -68,10 +68,13 @@ pub fn run(args: &[String]) -> Res {
     }
 
     step("package (the crates are publishable; verified by building the packages)");
-    util::run(cargo().args(["package", "-p", "mwait", "--allow-dirty"]))?;
+    util::run(cargo().args(["package", "-p", "mwait-sys", "-p", "mwait", "--allow-dirty"]))?;
 
     step("hardware tiers: UMWAIT under qemu-user, MWAITX natively");
     crate::hwtest::run(&[])?;
+
+    step("kernel shim in a QEMU TCG guest");
+    crate::vm::run_vm(&[])?;
 
     println!("\nxtask test: all steps passed");
     Ok(())

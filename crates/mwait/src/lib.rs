@@ -29,8 +29,7 @@
 //!    none on cells where spinning keeps failing);
 //! 2. **hardware wait**: arm a monitor on the cell's line and let the CPU sleep until
 //!    the line is written (UMONITOR/UMWAIT on Intel, MONITORX/MWAITX on AMD, or
-//!    MONITOR/MWAIT in ring 0 through a `/dev/mwait` kernel shim, which is not built
-//!    yet);
+//!    MONITOR/MWAIT in ring 0 through the `/dev/mwait` kernel shim);
 //! 3. **park**: sleep on a futex, which frees the CPU for other threads.
 //!
 //! The process's [`Backend`] is chosen once, from CPUID ([`Capabilities::detect`]),
@@ -40,7 +39,7 @@
 //! | --- | --- | --- |
 //! | Intel with WAITPKG (Tremont, Alder Lake, Sapphire Rapids and later) | UMWAIT | spin → UMWAIT → futex |
 //! | AMD with MONITORX (family 15h and later, Zen) | MWAITX | spin → MWAITX → futex |
-//! | Intel without WAITPKG, `/dev/mwait` loaded | kernel MWAIT (not built yet: the shim is future work) | spin → futex |
+//! | Intel without WAITPKG, `/dev/mwait` loaded | kernel MWAIT | spin → ioctl → futex |
 //! | anything else on Linux (and most VMs, which hide all three) | none | spin → futex |
 //! | other operating systems | none | spin → `sched_yield` loop |
 //!
@@ -61,7 +60,7 @@
 //! | --- | --- | --- |
 //! | UMWAIT / TPAUSE | under `qemu-x86_64-static -cpu max` (no-op there), `cargo xtask hw-test` | not yet |
 //! | MWAITX | natively on AMD EPYC KVM guests that execute it although CPUID hides it (returns in ~2 µs there), `cargo xtask hw-test` | not yet |
-//! | kernel MWAIT | not built yet | not yet |
+//! | kernel MWAIT | in a QEMU TCG guest (`cargo xtask vm-test`; MWAIT is a no-op there with two vCPUs) | not yet |
 //!
 //! Every hardware tier runs a self-test the first time it is chosen (five 20 µs waits
 //! with no writer): one that returns at once is an emulated no-op and is demoted, with
