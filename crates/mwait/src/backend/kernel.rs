@@ -94,7 +94,10 @@ impl HardwareWait for Kernel {
         // the kernel only reads `word`, which outlives the call.
         let r = unsafe { libc::ioctl(self.0, mwait_sys::MWAIT_IOC_WAIT as _, &mut w) };
         if r < 0 {
-            // EINTR (a signal) or a refusal: leave the CPU to the futex park.
+            // EINTR (a signal) is expected; a refusal means a bug in the arguments
+            // above. Either way the CPU goes back to the futex park.
+            let errno = std::io::Error::last_os_error().raw_os_error();
+            debug_assert_eq!(errno, Some(libc::EINTR), "/dev/mwait WAIT refused");
             return HwWake::Yield;
         }
         match w.reason {
