@@ -12,7 +12,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,6 +77,109 @@ static int wait_changed(volatile uint32_t *p, uint32_t exp)
 		if (w.reason == MWAIT_REASON_CHANGED)
 			return 0;
 	}
+}
+
+
+/* A wait on `p` (which nobody changes) through `wfd`, run on another thread. */
+struct bg_wait {
+	int wfd;
+	volatile uint32_t *p;
+	uint64_t rel;
+	int r, err;
+	struct mwait_wait w;
+};
+
+static void *bg_waiter(void *arg)
+{
+	struct bg_wait *b = arg;
+
+	prep(&b->w, b->p, *b->p, b->rel);
+	b->r = ioctl(b->wfd, MWAIT_IOC_WAIT, &b->w);
+	b->err = errno;
+	return NULL;
+}
+
+/* Ended without error, for a reason other than a change. */
+static int ended_quietly(struct bg_wait *b)
+{
+	return b->r == 0 && (b->w.reason == MWAIT_REASON_DEADLINE ||
+			     b->w.reason == MWAIT_REASON_RESCHED);
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/*
+ * Random ioctls: random commands and sizes, random struct bytes, random,
+ * kernel and unmapped addresses, short deadlines so that a valid wait ends
+ * soon.  Every call must end in success or one of the documented errnos.
+ */
+static int fuzz(int calls, volatile uint32_t *word)
+{
+	static const unsigned long cmds[] = {
+		MWAIT_IOC_INFO, MWAIT_IOC_WAIT,
+		_IOWR('w', 1, char[16]), _IOR('w', 0, char[8]),
+		_IOWR('w', 7, struct mwait_wait), _IO('w', 1), 0x1234,
+	};
+	unsigned char buf[sizeof(struct mwait_wait) + 64];
+	int i, bad = 0;
+
+	for (i = 0; i < calls; i++) {
+		uint64_t r = next_rand();
+		unsigned long cmd = cmds[r % (sizeof(cmds) / sizeof(cmds[0]))];
+		struct mwait_wait *w = (struct mwait_wait *)buf;
+		void *arg = buf;
+		size_t k;
+		int ret;
+
+		for (k = 0; k < sizeof(buf); k++)
+			buf[k] = next_rand();
+		switch ((r >> 8) % 6) {
+		case 0:
+			w->addr = (uintptr_t)word;
+			break;
+		case 1:
+			w->addr = (uintptr_t)word + (r >> 16) % 4;
+			break;
+		case 2:
+			w->addr = 0xffff888000000000ULL + (r & 0xfff0);
+			break;
+		default:
+			break;
+		}
+		switch ((r >> 12) % 4) {
+		case 0:
+			w->deadline_ns = now_ns() + (r >> 20) % (2 * MS);
+			break;
+		case 1:
+			w->deadline_ns = now_ns() - (r >> 20) % MS;
+			break;
+		default:
+			break;
+		}
+		if ((r >> 24) % 3 == 0) {
+			w->pad = 0;
+			w->flags = 0;
+			w->hint = 0;
+		}
+		if ((r >> 28) % 8 == 0)
+			arg = (void *)(uintptr_t)(next_rand() & ~0xfULL);
+		ret = ioctl(fd, cmd, arg);
+		if (ret == 0 || errno == EINVAL || errno == EFAULT ||
+		    errno == ERANGE || errno == ENOTTY || errno == EINTR)
+			continue;
+		printf("# fuzz: call %d cmd %#lx: unexpected errno %d\n", i,
+		       cmd, errno);
+		bad++;
+	}
+	return bad == 0;
 }
 
 static volatile uint32_t cell, ping, pong;
@@ -187,6 +293,52 @@ int main(void)
 	}
 	pthread_join(t, &res);
 	check(!r && !res && pong == PINGPONGS, "10^4 ping-pongs, no lost wake");
+
+	{
+		struct bg_wait b = { .p = &cell, .rel = 300 * MS };
+
+		b.wfd = open("/dev/mwait", O_RDWR);
+		pthread_create(&t, NULL, bg_waiter, &b);
+		usleep(20000);
+		close(b.wfd);
+		pthread_join(t, NULL);
+		check(ended_quietly(&b) &&
+		      ioctl(b.wfd, MWAIT_IOC_WAIT, &w) == -1 && errno == EBADF,
+		      "close of the fd during a wait");
+	}
+	{
+		volatile uint32_t *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		struct bg_wait b = { .wfd = fd, .p = page, .rel = 300 * MS };
+
+		*page = 3;
+		pthread_create(&t, NULL, bg_waiter, &b);
+		usleep(20000);
+		r = munmap((void *)page, 4096);
+		pthread_join(t, NULL);
+		check(!r && ended_quietly(&b) && b.w.value == 3,
+		      "munmap of the page during a wait");
+	}
+	{
+		/* Only the waiter's fd is open: the module must stay. */
+		struct bg_wait b = { .p = &cell, .rel = 300 * MS };
+
+		close(fd);
+		b.wfd = open("/dev/mwait", O_RDWR);
+		pthread_create(&t, NULL, bg_waiter, &b);
+		usleep(20000);
+		close(b.wfd);
+		/* try_stop_module(): a module in use and no force: EWOULDBLOCK. */
+		r = syscall(SYS_delete_module, "mwait", O_NONBLOCK);
+		check(r == -1 && errno == EWOULDBLOCK,
+		      "rmmod while a waiter is inside -> EWOULDBLOCK");
+		pthread_join(t, NULL);
+		check(ended_quietly(&b), "the waiter survives the rmmod attempt");
+		fd = open("/dev/mwait", O_RDWR);
+	}
+
+	check(fuzz(20000, &cell), "20000 random ioctls, documented errnos only");
+
 
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
