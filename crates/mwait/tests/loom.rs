@@ -37,9 +37,20 @@ fn hardware_then_park() -> WaitPolicy {
         .hardware(Duration::from_nanos(1))
 }
 
+/// `loom::model` with a preemption bound of 3 unless `LOOM_MAX_PREEMPTIONS` says
+/// otherwise: three preemptions cover every two-sided race here, and unbounded the
+/// two-waiter models run for hours.
+fn model<F: Fn() + Sync + Send + 'static>(f: F) {
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(3);
+    }
+    b.check(f);
+}
+
 #[test]
 fn waiter_vs_notifier() {
-    loom::model(|| {
+    model(|| {
         let cell = Arc::new(WaitCell::new(0));
         let c = cell.clone();
         let waiter = thread::spawn(move || c.wait_until_with(|v| v == 1, &futex_only()));
@@ -51,7 +62,7 @@ fn waiter_vs_notifier() {
 
 #[test]
 fn waiter_with_spin_vs_fetch_add() {
-    loom::model(|| {
+    model(|| {
         let cell = Arc::new(WaitCell::new(0));
         let c = cell.clone();
         let waiter = thread::spawn(move || c.wait_until_with(|v| v != 0, &spin_then_park()));
@@ -62,7 +73,7 @@ fn waiter_with_spin_vs_fetch_add() {
 
 #[test]
 fn notify_after_as_atomic_store() {
-    loom::model(|| {
+    model(|| {
         let cell = Arc::new(WaitCell::new(0));
         let c = cell.clone();
         let waiter = thread::spawn(move || c.wait_until_with(|v| v == 7, &futex_only()));
@@ -75,7 +86,7 @@ fn notify_after_as_atomic_store() {
 
 #[test]
 fn two_waiters_notify_all() {
-    loom::model(|| {
+    model(|| {
         let cell = Arc::new(WaitCell::new(0));
         let waiters: Vec<_> = [1u32, 2]
             .into_iter()
@@ -97,7 +108,7 @@ fn two_waiters_notify_all() {
 
 #[test]
 fn timed_wait_racing_notify() {
-    loom::model(|| {
+    model(|| {
         let cell = Arc::new(WaitCell::new(0));
         let c = cell.clone();
         let waiter = thread::spawn(move || {
@@ -118,7 +129,7 @@ fn timed_wait_racing_notify() {
 
 #[test]
 fn hardware_waiter_and_parked_waiter_on_one_cell() {
-    loom::model(|| {
+    model(|| {
         let cell = Arc::new(WaitCell::new(0));
         let hw = {
             let c = cell.clone();

@@ -24,9 +24,20 @@ fn noop_waker() -> Waker {
     Waker::from(std::sync::Arc::new(Noop))
 }
 
+/// `loom::model` with a preemption bound of 3 unless `LOOM_MAX_PREEMPTIONS` says
+/// otherwise: three preemptions cover every two-sided race here, and unbounded the
+/// two-waiter models run for hours.
+fn model<F: Fn() + Sync + Send + 'static>(f: F) {
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(3);
+    }
+    b.check(f);
+}
+
 #[test]
 fn register_vs_store() {
-    loom::model(|| {
+    model(|| {
         let cell = Arc::new(WaitCell::new(0));
         let c = cell.clone();
         let t = thread::spawn(move || block_on(c.wait_until_async(|v| v == 1)));
@@ -38,7 +49,7 @@ fn register_vs_store() {
 
 #[test]
 fn two_futures_notify_all() {
-    loom::model(|| {
+    model(|| {
         let cell = Arc::new(WaitCell::new(0));
         let ts: Vec<_> = (0..2)
             .map(|_| {
@@ -57,7 +68,7 @@ fn two_futures_notify_all() {
 
 #[test]
 fn notify_one_racing_a_dropped_future() {
-    loom::model(|| {
+    model(|| {
         let cell = Arc::new(WaitCell::new(0));
         // A future that is polled once (it may arm) and then dropped, racing the
         // notify: if notify_one chose it, its drop must pass the wake on. Its
