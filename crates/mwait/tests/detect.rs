@@ -67,7 +67,8 @@ fn intel_with_waitpkg_chooses_umwait() {
     assert_eq!(caps.vendor, Vendor::Intel);
     assert!(caps.waitpkg && caps.monitor_mwait && !caps.monitorx && !caps.hypervisor);
     assert_eq!(caps.monitor_line, Some((64, 64)));
-    assert_eq!(caps.tsc_hz_cpuid, Some(2_100_000_000));
+    // Leaf 0x15: 24 MHz crystal x 216 / 2 (leaf 0x16's 2600 MHz base is not used).
+    assert_eq!(caps.tsc_hz_cpuid, Some(2_592_000_000));
     assert!(caps.tsc_invariant);
     assert_eq!(auto(&caps), Backend::Umwait);
     let sel = plan(&caps, &EnvConfig::default()).unwrap();
@@ -93,6 +94,10 @@ fn kvm_guest_without_either_chooses_futex_with_a_short_spin() {
     assert!(caps.hypervisor);
     assert_eq!(caps.hypervisor_vendor.as_deref(), Some("KVMKVMKVM"));
     assert!(!caps.waitpkg && !caps.monitorx && !caps.monitor_mwait);
+    assert_eq!(
+        caps.tsc_hz_cpuid, None,
+        "leaves 0x15/0x16 are zero: calibrated"
+    );
     let sel = plan(&caps, &EnvConfig::default()).unwrap();
     assert_eq!(sel.backend, Backend::Futex);
     assert_eq!(sel.defaults.spin_ns, mwait::SPIN_BUDGET_HYPERVISOR_NS);
