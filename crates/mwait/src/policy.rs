@@ -564,6 +564,11 @@ pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectE
                     }
                     demoted = Some((b, e.to_string()));
                     env.backend = None;
+                    // A forced tier that failed falls back to the ladders every
+                    // machine has, not to another hardware tier.
+                    let mut off = env.disable.take().unwrap_or_default();
+                    off.push_str(",hw");
+                    env.disable = Some(off);
                 } else {
                     failed.push((b, e.to_string()));
                 }
@@ -583,12 +588,18 @@ fn spin_pause_token(caps: &Capabilities, sel: &Selection) -> Option<SpinPause> {
         if sel.disabled.contains(&Backend::Umwait) {
             return None;
         }
-        crate::arch::x86_64::Waitpkg::new(caps).or_else(|| {
+        let token = crate::arch::x86_64::Waitpkg::new(caps).or_else(|| {
             // SAFETY: only with MWAIT_UNSAFE_FORCE=1 forcing UMWAIT, whose documented
             // contract is that the WAITPKG instructions execute here.
             (sel.unsafe_forced && sel.backend == Backend::Umwait)
                 .then(|| unsafe { crate::arch::x86_64::Waitpkg::new_unchecked() })
-        })
+        });
+        if token.is_some() {
+            // Resolve the TSC rate now (a calibration takes 2 ms), not in the
+            // middle of the first spin.
+            let _ = crate::tsc::rate();
+        }
+        token
     }
     #[cfg(not(all(target_arch = "x86_64", not(loom))))]
     {
