@@ -12,6 +12,9 @@
 //! yield that may end spuriously.
 #![cfg(loom)]
 
+mod common;
+use common::model;
+
 use loom::sync::Arc;
 use loom::thread;
 use mwait::{Backend, WaitCell, WaitPolicy, WaitResult};
@@ -35,17 +38,6 @@ fn hardware_then_park() -> WaitPolicy {
         .backend(Backend::Umwait)
         .spin(Duration::ZERO)
         .hardware(Duration::from_nanos(1))
-}
-
-/// `loom::model` with a preemption bound of 3 unless `LOOM_MAX_PREEMPTIONS` says
-/// otherwise: three preemptions cover every two-sided race here, and unbounded the
-/// two-waiter models run for hours.
-fn model<F: Fn() + Sync + Send + 'static>(f: F) {
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(3);
-    }
-    b.check(f);
 }
 
 #[test]

@@ -6,6 +6,9 @@
 //! deadlock of `block_on`, which loom reports.
 #![cfg(loom)]
 
+mod common;
+use common::model;
+
 use loom::future::block_on;
 use loom::sync::Arc;
 use loom::thread;
@@ -22,17 +25,6 @@ impl Wake for Noop {
 
 fn noop_waker() -> Waker {
     Waker::from(std::sync::Arc::new(Noop))
-}
-
-/// `loom::model` with a preemption bound of 3 unless `LOOM_MAX_PREEMPTIONS` says
-/// otherwise: three preemptions cover every two-sided race here, and unbounded the
-/// two-waiter models run for hours.
-fn model<F: Fn() + Sync + Send + 'static>(f: F) {
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(3);
-    }
-    b.check(f);
 }
 
 #[test]
