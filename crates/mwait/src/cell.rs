@@ -66,7 +66,8 @@
 //! `membarrier` reaches only this process's threads. A process-shared cell
 //! ([`WaitCell::new_shared`]) therefore carries a permanent bit in `state` that sends
 //! every notify to the slow path, which issues a `SeqCst` fence and looks at `state`
-//! again.
+//! again. Its waiters, facing fenced notifiers only, use a `SeqCst` fence in place of
+//! `membarrier` (the symmetric protocol above).
 //!
 //! Loom cannot model `membarrier`: the loom build keeps the symmetric `SeqCst`
 //! protocol. Loom also models `SeqCst` accesses as `AcqRel`, so the loom build adds
@@ -790,7 +791,7 @@ impl WaitCell {
         self.waiters.adapt.note_parking();
         self.line.state.fetch_add(1, Ordering::SeqCst); // (3)
         loom_sc_fence();
-        futex::waiter_barrier();
+        self.waiter_barrier();
         let v = word.load(Ordering::SeqCst); // (4)
         if pred(v) {
             self.line.state.fetch_sub(1, Ordering::Relaxed);
@@ -802,6 +803,21 @@ impl WaitCell {
         let r = self.waiters.park.wait(word, v, deadline);
         self.line.state.fetch_sub(1, Ordering::Relaxed);
         Err(r)
+    }
+
+    /// The heavy half of the barrier between announcing a waiter in `state` and the
+    /// re-check of the value (see "Notes about memory ordering"). A process-shared
+    /// cell's notifiers always fence (its `SHARED_SLOW` bit), so its waiters need no
+    /// `membarrier`, which would not reach another process's notifier anyway; a
+    /// plain fence also keeps a child of `fork()` off the one-time registration,
+    /// whose lock another thread of the parent may have held at the fork.
+    #[inline]
+    pub(crate) fn waiter_barrier(&self) {
+        if self.waiters.shared {
+            fence(Ordering::SeqCst);
+        } else {
+            futex::waiter_barrier();
+        }
     }
 
     /// How many waiters are parked right now (a snapshot, for tests and reports).

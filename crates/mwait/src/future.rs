@@ -128,7 +128,7 @@ impl WaitCell {
             .fetch_or(ASYNC_REGISTERED, Ordering::SeqCst);
         drop(slab);
         loom_sc_fence();
-        crate::backend::futex::waiter_barrier();
+        self.waiter_barrier();
     }
 
     /// Releases slot `key`. `forward`: pass an unconsumed `notify_one` on.

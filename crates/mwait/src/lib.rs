@@ -94,6 +94,12 @@
 //!   waiter for `1` may never see it (as with every futex-based primitive).
 //! - Timed waits return [`WaitResult::TimedOut`] with the last value seen once the
 //!   deadline passed; they may overshoot it by the kernel's timer slack.
+//! - Across `fork()`: a cell made with [`WaitCell::new_shared`] in `MAP_SHARED`
+//!   memory works between parent and child; its waiters order with a fence, not
+//!   `membarrier`. As with any library, a child forked from a multi-threaded parent
+//!   may only rely on state that no other thread was setting up at the fork: call
+//!   [`selection`] before forking, so that the process-wide choice of backend is
+//!   settled.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -134,5 +140,10 @@ pub mod test_counters {
     /// How many `futex_wake` system calls this process has made through mwait.
     pub fn futex_wake_calls() -> u64 {
         crate::backend::futex::FUTEX_WAKE_CALLS.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many `membarrier` system calls this process has made through mwait.
+    pub fn membarrier_calls() -> u64 {
+        crate::backend::futex::MEMBARRIER_CALLS.load(std::sync::atomic::Ordering::Relaxed)
     }
 }

@@ -182,6 +182,12 @@ fn shared_cell_wakes_across_a_fork() {
         let cell = p as *mut WaitCell;
         cell.write(WaitCell::new_shared(0));
         let cell = &*cell;
+        // The test harness runs other tests on other threads. A child of fork()
+        // has only this thread, so anything another thread was initializing at the
+        // fork would stay locked in the child forever: settle the process-wide
+        // selection first. (The waiter side of a shared cell takes no other
+        // one-time lock: it fences instead of registering for membarrier.)
+        let _ = mwait::selection();
         let pid = libc::fork();
         if pid == 0 {
             let policy = WaitPolicy::new().backend(Backend::Futex);

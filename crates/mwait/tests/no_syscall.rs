@@ -65,3 +65,31 @@ fn parked_waiter_gets_exactly_the_wake_it_needs() {
     cell.store(2);
     assert_eq!(futex_wake_calls(), before);
 }
+
+#[test]
+fn parking_on_a_shared_cell_makes_no_membarrier_call() {
+    // Its notifiers always fence, and membarrier would not reach another process's
+    // notifier anyway; a private cell's park does make one (the asymmetric barrier).
+    let _g = SERIAL.lock().unwrap();
+    let soon = || std::time::Instant::now() + Duration::from_millis(2);
+    let park_at_once = WaitPolicy::new().backend(Backend::Futex);
+    let private = WaitCell::new(0);
+    let _ = private.wait_until_deadline_with(|v| v == 1, soon(), &park_at_once);
+    let shared = WaitCell::new_shared(0);
+    let before = mwait::test_counters::membarrier_calls();
+    let _ = shared.wait_until_deadline_with(|v| v == 1, soon(), &park_at_once);
+    thread::scope(|s| {
+        let w = s.spawn(|| shared.wait_until_with(|v| v == 1, &park_at_once));
+        while shared.parked_waiters() == 0 {
+            thread::sleep(Duration::from_millis(1));
+        }
+        shared.store(1);
+        assert_eq!(w.join().unwrap(), 1);
+    });
+    assert_eq!(mwait::test_counters::membarrier_calls(), before);
+    let _ = private.wait_until_deadline_with(|v| v == 1, soon(), &park_at_once);
+    let light = std::env::var("MWAIT_MEMBARRIER").map_or(true, |v| v.trim() != "0");
+    if light && mwait::test_counters::membarrier_calls() == before {
+        panic!("a private cell's park made no membarrier call although registration is on");
+    }
+}

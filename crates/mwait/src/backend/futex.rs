@@ -88,6 +88,8 @@ const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
 #[cfg(all(target_os = "linux", not(loom)))]
 fn membarrier(cmd: libc::c_int) -> libc::c_long {
+    #[cfg(feature = "test-counters")]
+    MEMBARRIER_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // SAFETY: membarrier takes two integers and a cpu id (unused without the
     // CPU flag) and touches no user memory.
     unsafe {
@@ -99,6 +101,10 @@ fn membarrier(cmd: libc::c_int) -> libc::c_long {
         )
     }
 }
+
+#[cfg(feature = "test-counters")]
+pub(crate) static MEMBARRIER_CALLS: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
 
 #[cfg(feature = "test-counters")]
 pub(crate) static FUTEX_WAKE_CALLS: std::sync::atomic::AtomicU64 =
