@@ -69,6 +69,33 @@
 //! again. Its waiters, facing fenced notifiers only, use a `SeqCst` fence in place of
 //! `membarrier` (the symmetric protocol above).
 //!
+//! ## A cell that parks often: the `FENCED` bit
+//!
+//! `membarrier` costs a system call, a look at every CPU's run queue and an
+//! interrupt to each CPU running one of our threads: on a waiter that parks for every
+//! value (a consumer fed every millisecond), it is most of the cost mwait adds to a
+//! futex wait. So a parking waiter, once its barrier is done, sets a sticky bit
+//! `FENCED` in `state`, and every notifier that sees a bit other than the parked
+//! count in its load (2) takes the slow path, which issues a `SeqCst` fence and loads
+//! `state` again, as for a shared cell. A waiter whose announcement (3) returns a
+//! state with `FENCED` set skips `membarrier`: its (3) is a `SeqCst` read-modify-write,
+//! and a notifier either saw `FENCED` in (2) and fenced before its second look (the
+//! symmetric protocol), or did not see it, in which case its (2), and the store (1)
+//! before it, came before the barrier point that the grace period of the waiter who
+//! set `FENCED` put on its CPU, and that waiter set the bit only after the grace
+//! period ended, so (1) is visible to everything ordered after our (3), which read
+//! the bit. (A bit set *before* the grace period would not do: a waiter could read it
+//! while the setter's `membarrier` is still under way.)
+//!
+//! The bit costs notifiers a fence while it is set, so a notifier whose second look
+//! finds nobody parked (and no async waiter armed) clears it with a compare-exchange
+//! from exactly that state: the compare-exchange fails if a waiter has announced
+//! itself meanwhile, and a waiter that announces itself after it sees no `FENCED`
+//! and runs `membarrier` again. A cell whose waiter is always parked when the value
+//! changes keeps the bit and never pays `membarrier` again; a cell that is mostly
+//! stored to with nobody parked loses it at its first such store and goes back to the
+//! light path.
+//!
 //! Loom cannot model `membarrier`: the loom build keeps the symmetric `SeqCst`
 //! protocol. Loom also models `SeqCst` accesses as `AcqRel`, so the loom build adds
 //! the `SeqCst` fences it does model between (1) and (2) and between (3) and (4) (see
@@ -90,7 +117,12 @@ use std::time::{Duration, Instant};
 const NO_PARK_SPIN_ROUND_NS: u64 = 50_000;
 
 /// Bits of `state` that count parked (futex) waiters.
-const PARKED_MASK: u32 = 0x3fff_ffff;
+const PARKED_MASK: u32 = 0x1fff_ffff;
+/// Bit of `state` that says "this cell's notifiers fence": set by a parking waiter
+/// after its barrier (so after a whole `membarrier` grace period), so that the
+/// waiters parking after it need no `membarrier` of their own; cleared by a notifier
+/// that finds nobody parked. See "A cell that parks often" in the notes above.
+const FENCED: u32 = 0x2000_0000;
 /// Bit of `state` set for the whole life of a process-shared cell: it sends every
 /// notify to the slow path, which orders with a `SeqCst` fence, because the
 /// asymmetric barrier (`membarrier`) only reaches this process's threads.
@@ -499,11 +531,22 @@ impl WaitCell {
     #[cold]
     #[inline(never)]
     fn wake_slow(&self, mut state: u32, n: i32) {
-        if state & SHARED_SLOW != 0 {
-            // A notifier in another process may be parking right now: order our store
-            // before this second look at `state` with a full fence.
+        if state & (SHARED_SLOW | FENCED) != 0 {
+            // A waiter may be parking right now without membarrier (in another
+            // process, or on a FENCED cell): order our store before this second look
+            // at `state` with a full fence.
             fence(Ordering::SeqCst);
             state = self.line.state.load(Ordering::SeqCst);
+            if state == FENCED {
+                // Nobody parked or armed: back to the light path. Fails (harmlessly)
+                // if a waiter announced itself since our load.
+                let _ = self.line.state.compare_exchange(
+                    FENCED,
+                    0,
+                    Ordering::SeqCst,
+                    Ordering::Relaxed,
+                );
+            }
         }
         if state & PARKED_MASK != 0 {
             // Remember the hand-off (the answer we may wait for next comes after the
@@ -675,56 +718,73 @@ impl WaitCell {
         policy: &WaitPolicy,
     ) -> WaitResult {
         let pol: Resolved = policy.resolve();
-        let start = now_ns();
         let cap = |t: u64| deadline.map_or(t, |d| t.min(d));
         let word = &self.line.value;
 
-        // Tier 1: bounded spin.
+        // Tier 1: bounded spin. The clock and the run-queue check are read only
+        // where a spin or a hardware wait may follow: a waiter that goes straight to
+        // park (a slow producer) pays for neither.
         let handoff = crate::adapt::take_woke(self as *const WaitCell as usize);
-        let can_help = !pol.adaptive || crate::adapt::spinning_can_help();
-        let spin_ns = match (pol.adaptive, can_help) {
-            (false, _) => pol.spin_ns,
-            (true, false) => 0,
-            (true, true) => {
+        let spin_ns = match pol.adaptive {
+            false => pol.spin_ns,
+            true => {
                 let base = if handoff && pol.spin_ns > 0 {
                     pol.spin_ns.max(crate::adapt::HANDOFF_SPIN_NS)
                 } else {
                     pol.spin_ns
                 };
-                self.waiters.adapt.spin_budget(base)
+                self.waiters.adapt.spin_budget(base, handoff)
             }
         };
+        let hw_wanted = pol.hw.is_some() && pol.hw_ns > 0;
+        let can_help =
+            !pol.adaptive || (spin_ns == 0 && !hw_wanted) || crate::adapt::spinning_can_help();
+        let spin_ns = if can_help { spin_ns } else { 0 };
         let spun = spin_ns > 0;
-        let done = |_: ()| {
-            if pol.adaptive && !spun {
-                self.waiters
-                    .adapt
-                    .record_unspun_wait(start, now_ns(), pol.spin_ns);
-            }
-        };
         if spun {
             let hit = spin::spin_until(
                 word,
                 &mut *pred,
-                cap(start.saturating_add(spin_ns)),
+                cap(now_ns().saturating_add(spin_ns)),
                 pol.spin_pause,
             );
-            if pol.adaptive {
+            if pol.adaptive && handoff {
+                self.waiters.adapt.record_handoff_spin(hit.is_some());
+            } else if pol.adaptive {
                 self.waiters.adapt.record_spin(hit.is_some());
             }
             if let Some(v) = hit {
                 return WaitResult::Ready(v);
             }
         }
+        // Learning from a wait that did not spin: did it end soon enough for a spin
+        // to have caught it? Answered with the clock where the hardware tier ran (its
+        // start is read anyway), else by whether the waiter ever slept in the kernel.
+        let learn = pol.adaptive && !spun;
+        let mut hw_start = None;
+        let done = |hw_start: Option<u64>, slept: bool| {
+            if learn {
+                match hw_start {
+                    Some(t) => self
+                        .waiters
+                        .adapt
+                        .record_unspun_wait(t, now_ns(), pol.spin_ns),
+                    None if !slept => self.waiters.adapt.record_spin(true),
+                    None => {}
+                }
+            }
+        };
 
         // Tier 2: hardware wait, bounded by its own budget (skipped, like the spin,
         // when the CPU we would hold is needed by others).
-        if let (Some(hw), true) = (pol.hw, pol.hw_ns > 0 && can_help) {
-            let until = cap(now_ns().saturating_add(pol.hw_ns));
+        if let (Some(hw), true) = (pol.hw, hw_wanted && can_help) {
+            let t = now_ns();
+            hw_start = Some(t);
+            let until = cap(t.saturating_add(pol.hw_ns));
             loop {
                 let v = word.load(Ordering::Acquire);
                 if pred(v) {
-                    done(());
+                    done(hw_start, false);
                     return WaitResult::Ready(v);
                 }
                 if now_ns() >= until {
@@ -738,10 +798,11 @@ impl WaitCell {
         }
 
         // Tier 3: park (or yield rounds when parking is off).
+        let mut slept = false;
         loop {
             let v = word.load(Ordering::Acquire);
             if pred(v) {
-                done(());
+                done(hw_start, slept);
                 return WaitResult::Ready(v);
             }
             if deadline.is_some_and(|d| now_ns() >= d) {
@@ -764,10 +825,10 @@ impl WaitCell {
             }
             match self.park(&mut *pred, deadline) {
                 Ok(v) => {
-                    done(());
+                    done(hw_start, slept);
                     return WaitResult::Ready(v);
                 }
-                Err(Parked::Woken) => {}
+                Err(Parked::Woken) => slept = true,
                 Err(Parked::TimedOut) => {
                     let v = word.load(Ordering::Acquire);
                     return if pred(v) {
@@ -789,9 +850,12 @@ impl WaitCell {
     ) -> Result<u32, Parked> {
         let word = &self.line.value;
         self.waiters.adapt.note_parking();
-        self.line.state.fetch_add(1, Ordering::SeqCst); // (3)
+        let old = self.line.state.fetch_add(1, Ordering::SeqCst); // (3)
         loom_sc_fence();
-        self.waiter_barrier();
+        if old & FENCED == 0 {
+            self.waiter_barrier();
+            self.line.state.fetch_or(FENCED, Ordering::SeqCst);
+        }
         let v = word.load(Ordering::SeqCst); // (4)
         if pred(v) {
             self.line.state.fetch_sub(1, Ordering::Relaxed);

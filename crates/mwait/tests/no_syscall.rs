@@ -69,12 +69,10 @@ fn parked_waiter_gets_exactly_the_wake_it_needs() {
 #[test]
 fn parking_on_a_shared_cell_makes_no_membarrier_call() {
     // Its notifiers always fence, and membarrier would not reach another process's
-    // notifier anyway; a private cell's park does make one (the asymmetric barrier).
+    // notifier anyway.
     let _g = SERIAL.lock().unwrap();
     let soon = || std::time::Instant::now() + Duration::from_millis(2);
     let park_at_once = WaitPolicy::new().backend(Backend::Futex);
-    let private = WaitCell::new(0);
-    let _ = private.wait_until_deadline_with(|v| v == 1, soon(), &park_at_once);
     let shared = WaitCell::new_shared(0);
     let before = mwait::test_counters::membarrier_calls();
     let _ = shared.wait_until_deadline_with(|v| v == 1, soon(), &park_at_once);
@@ -87,9 +85,46 @@ fn parking_on_a_shared_cell_makes_no_membarrier_call() {
         assert_eq!(w.join().unwrap(), 1);
     });
     assert_eq!(mwait::test_counters::membarrier_calls(), before);
-    let _ = private.wait_until_deadline_with(|v| v == 1, soon(), &park_at_once);
-    let light = std::env::var("MWAIT_MEMBARRIER").map_or(true, |v| v.trim() != "0");
-    if light && mwait::test_counters::membarrier_calls() == before {
-        panic!("a private cell's park made no membarrier call although registration is on");
+}
+
+#[test]
+fn a_cell_that_keeps_parking_pays_membarrier_once() {
+    let _g = SERIAL.lock().unwrap();
+    if std::env::var("MWAIT_MEMBARRIER").is_ok_and(|v| v.trim() == "0") {
+        return; // no asymmetric barrier: parks fence instead
     }
+    let soon = || std::time::Instant::now() + Duration::from_millis(2);
+    let park_at_once = WaitPolicy::new().backend(Backend::Futex);
+    // The process's first park also registers for membarrier: get that done first.
+    let _ = WaitCell::new(0).wait_until_deadline_with(|v| v == 1, soon(), &park_at_once);
+    let cell = WaitCell::new(0);
+    let calls = mwait::test_counters::membarrier_calls;
+    let c0 = calls();
+    let _ = cell.wait_until_deadline_with(|v| v == 1, soon(), &park_at_once);
+    assert_eq!(calls(), c0 + 1, "the first park runs the grace period");
+    // A parked waiter woken by each store, three times: no further membarrier.
+    let done = std::sync::atomic::AtomicU32::new(0);
+    thread::scope(|s| {
+        let w = s.spawn(|| {
+            for i in 1..=3 {
+                cell.wait_until_with(|v| v == i, &park_at_once);
+                done.store(i, std::sync::atomic::Ordering::Release);
+            }
+        });
+        for i in 1..=3 {
+            while cell.parked_waiters() == 0 {
+                thread::sleep(Duration::from_millis(1));
+            }
+            cell.store(i);
+            while done.load(std::sync::atomic::Ordering::Acquire) != i {
+                thread::yield_now();
+            }
+        }
+        w.join().unwrap();
+    });
+    assert_eq!(calls(), c0 + 1, "later parks rely on the FENCED bit");
+    // A store with nobody parked clears the bit; the next park pays again.
+    cell.store(10);
+    let _ = cell.wait_until_deadline_with(|v| v == 11, soon(), &park_at_once);
+    assert_eq!(calls(), c0 + 2, "after a store with nobody parked");
 }
