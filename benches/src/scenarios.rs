@@ -137,7 +137,11 @@ pub fn notify_costs(budget: Duration) -> Vec<(String, Vec<f64>)> {
     let cell = mwait::WaitCell::new(0);
     // Park once so that the process takes the asymmetric-barrier path (as any
     // process that has ever parked a waiter does).
-    let _ = cell.wait_until_timeout(|v| v == u32::MAX, Duration::from_micros(1));
+    // (It also sets the cell's FENCED bit; the first store, finding nobody parked,
+    // clears it, as in any program whose waiter left.)
+    let park_now = mwait::WaitPolicy::new().backend(mwait::Backend::Futex);
+    let soon = std::time::Instant::now() + Duration::from_millis(1);
+    let _ = cell.wait_until_deadline_with(|v| v == u32::MAX, soon, &park_now);
     out.push((
         "waitcell".to_string(),
         batch(&mut |i| std::hint::black_box(&cell).store(i)),
