@@ -17,8 +17,9 @@
 //! Two facts about the moment of the wait override the score:
 //!
 //! - **We just unparked our partner.** A thread that stored into a cell, found a
-//!   parked waiter and woke it, and now waits on the same cell for the answer (a
-//!   ping-pong, a barrier, a request/response) will wait at least the partner's
+//!   parked waiter and woke it, and now waits for the answer, on that cell or
+//!   another (a ping-pong over one cell or two, a barrier, a request and its
+//!   response), will wait at least the partner's
 //!   futex wake-up latency. A normal spin is shorter than that, fails, and parks us
 //!   too, so both sides would stay in the slow futex mode for ever. That wait spins
 //!   for up to [`HANDOFF_SPIN_NS`] instead (still scored, so a partner that takes
@@ -163,20 +164,22 @@ impl Adaptive {
 }
 
 std::thread_local! {
-    /// The cell whose parked waiters this thread woke last (its address), or 0.
-    static WOKE_ON: Cell<usize> = const { Cell::new(0) };
+    /// Whether this thread has woken a parked waiter since its last wait.
+    static WOKE: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Notes that this thread just woke parked waiters on the cell at `cell`.
+/// Notes that this thread just woke a parked waiter (on any cell).
 #[inline]
-pub(crate) fn note_woke(cell: usize) {
-    WOKE_ON.with(|w| w.set(cell));
+pub(crate) fn note_woke() {
+    WOKE.with(|w| w.set(true));
 }
 
-/// Whether this thread's last wake was on `cell` (and forgets it).
+/// Whether this thread has woken a parked waiter since its last wait (and
+/// forgets it). Any cell counts: the answer to a wake often comes on another cell
+/// (a ping-pong over two cells, a request and its response).
 #[inline]
-pub(crate) fn take_woke(cell: usize) -> bool {
-    WOKE_ON.with(|w| w.replace(0) == cell)
+pub(crate) fn take_woke() -> bool {
+    WOKE.with(|w| w.replace(false))
 }
 
 /// Whether spinning can help now: the machine is not oversubscribed.
@@ -295,12 +298,11 @@ mod tests {
     }
 
     #[test]
-    fn a_wake_is_remembered_once_and_only_for_its_cell() {
-        note_woke(0x1000);
-        assert!(!take_woke(0x2000), "another cell");
-        note_woke(0x1000);
-        assert!(take_woke(0x1000));
-        assert!(!take_woke(0x1000), "taken once");
+    fn a_wake_is_remembered_once() {
+        assert!(!take_woke());
+        note_woke();
+        assert!(take_woke());
+        assert!(!take_woke(), "taken once");
     }
 
     #[test]

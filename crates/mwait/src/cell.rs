@@ -552,7 +552,7 @@ impl WaitCell {
             // Remember the hand-off (the answer we may wait for next comes after the
             // partner's wake-up), unless the partner shares our CPU.
             if !self.waiters.adapt.waking_on_same_cpu() {
-                crate::adapt::note_woke(self as *const WaitCell as usize);
+                crate::adapt::note_woke();
             }
             #[cfg(not(loom))]
             futex::wake(&self.line.value, n, self.waiters.shared);
@@ -724,7 +724,7 @@ impl WaitCell {
         // Tier 1: bounded spin. The clock and the run-queue check are read only
         // where a spin or a hardware wait may follow: a waiter that goes straight to
         // park (a slow producer) pays for neither.
-        let handoff = crate::adapt::take_woke(self as *const WaitCell as usize);
+        let handoff = crate::adapt::take_woke();
         let spin_ns = match pol.adaptive {
             false => pol.spin_ns,
             true => {
