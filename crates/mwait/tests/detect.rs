@@ -113,6 +113,21 @@ fn this_machine_dump_chooses_neither() {
 }
 
 #[test]
+fn device_machine_dump_hides_every_wait_instruction() {
+    // The 16-vCPU Intel Xeon (family 6, model 0xCF) Firecracker guest lent as the
+    // device machine, recorded there with examples/cpuid_dump on 2026-11-22. Its
+    // host has WAITPKG, but the guest's CPUID clears it (and UMWAIT raises #UD there:
+    // docs/hardware-results.md).
+    let caps = caps_from(&load("intel-xeon-firecracker-guest-device"), os(false));
+    assert_eq!(caps.vendor, Vendor::Intel);
+    assert_eq!(caps.family_model_stepping, (6, 0xcf, 2));
+    assert!(caps.hypervisor);
+    assert!(!caps.waitpkg && !caps.monitorx && !caps.monitor_mwait);
+    assert!(caps.tsc_invariant);
+    assert_eq!(auto(&caps), Backend::Futex);
+}
+
+#[test]
 fn intel_without_waitpkg_uses_the_kernel_shim_only_when_loaded() {
     let mut dump = load("intel-sapphire-rapids");
     dump.get_mut(&(7, 0)).unwrap().ecx &= !(1 << 5);
