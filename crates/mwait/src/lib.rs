@@ -76,7 +76,11 @@
 //! `membarrier`, which costs about 0.1 µs when no other thread of the process is
 //! running and about 5 µs (an inter-processor interrupt to each CPU running one; a VM
 //! exit under a hypervisor) when some are, and briefly interrupts those threads.
-//! Programs that park often while other threads of theirs compute can turn it off with
+//! A cell whose waiter keeps parking (a consumer fed every millisecond) pays that once:
+//! the first park sets a sticky bit that makes the cell's notifiers fence (about as
+//! costly as the `xchg`), later parks skip `membarrier`, and the first notify that
+//! finds nobody parked clears the bit again. Programs that park often while other
+//! threads of theirs compute can turn the asymmetric barrier off with
 //! `MWAIT_MEMBARRIER=0`. The full argument is in the source (`cell.rs`, "Notes about
 //! memory ordering").
 //!
