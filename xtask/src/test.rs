@@ -68,6 +68,7 @@ pub fn run(args: &[String]) -> Res {
     }
 
     step("package (the crates are publishable; verified by building the packages)");
+    forget_extracted_packages();
     util::run(cargo().args(["package", "-p", "mwait-sys", "-p", "mwait", "--allow-dirty"]))?;
 
     step("hardware tiers: UMWAIT under qemu-user, MWAITX natively");
@@ -101,4 +102,37 @@ pub fn stress(args: &[String]) -> Res {
             ])
             .env("MWAIT_STRESS_HANDOFFS", n),
     )
+}
+
+/// Cargo verifies a package against its sibling packages through a temporary local
+/// registry, and extracts them under `~/.cargo/registry/src/<hash>/`, where an
+/// extraction of the same name and version is reused without looking at the new
+/// `.crate`. One left by an older checkout (seen here: a `mwait-sys` whose API had
+/// changed since) then fails the verification for no fault of the tree. Removes our
+/// own crates' extractions (only those) before packaging.
+fn forget_extracted_packages() {
+    let Some(home) = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cargo")))
+    else {
+        return;
+    };
+    let Ok(registries) = std::fs::read_dir(home.join("registry/src")) else {
+        return;
+    };
+    for reg in registries.flatten() {
+        let Ok(crates) = std::fs::read_dir(reg.path()) else {
+            continue;
+        };
+        for krate in crates.flatten() {
+            let name = krate.file_name().to_string_lossy().into_owned();
+            let ours = ["mwait-sys-", "mwait-"].iter().any(|p| {
+                name.strip_prefix(p)
+                    .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
+            });
+            if ours {
+                let _ = std::fs::remove_dir_all(krate.path());
+            }
+        }
+    }
 }
