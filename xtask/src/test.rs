@@ -1,6 +1,8 @@
 //! `cargo xtask test` (everything CI runs) and `cargo xtask stress`.
 
-use crate::util::{self, cargo, ensure_rust_component, ensure_rust_target, step, Res};
+use crate::util::{
+    self, cargo, ensure_rust_component, ensure_rust_target, project_root, step, Res,
+};
 
 /// `cargo xtask test`: every check of the project, in the order that fails fastest.
 pub fn run(args: &[String]) -> Res {
@@ -68,8 +70,19 @@ pub fn run(args: &[String]) -> Res {
     }
 
     step("package (the crates are publishable; verified by building the packages)");
-    forget_extracted_packages();
-    util::run(cargo().args(["package", "-p", "mwait-sys", "-p", "mwait", "--allow-dirty"]))?;
+    // Verification builds mwait against mwait-sys taken from a temporary registry;
+    // cargo treats registry crates as immutable and reuses an old build of the same
+    // name and version from the target dir even when the package changed (an older
+    // mwait-sys API failed the check here). A target dir of its own, emptied first,
+    // rules that out.
+    let verify_dir = project_root().join("target/package-verify");
+    let _ = std::fs::remove_dir_all(&verify_dir);
+    util::run(
+        cargo()
+            .args(["package", "-p", "mwait-sys", "-p", "mwait", "--allow-dirty"])
+            .arg("--target-dir")
+            .arg(&verify_dir),
+    )?;
 
     step("hardware tiers: UMWAIT under qemu-user, MWAITX natively");
     crate::hwtest::run(&[])?;
@@ -102,37 +115,4 @@ pub fn stress(args: &[String]) -> Res {
             ])
             .env("MWAIT_STRESS_HANDOFFS", n),
     )
-}
-
-/// Cargo verifies a package against its sibling packages through a temporary local
-/// registry, and extracts them under `~/.cargo/registry/src/<hash>/`, where an
-/// extraction of the same name and version is reused without looking at the new
-/// `.crate`. One left by an older checkout (seen here: a `mwait-sys` whose API had
-/// changed since) then fails the verification for no fault of the tree. Removes our
-/// own crates' extractions (only those) before packaging.
-fn forget_extracted_packages() {
-    let Some(home) = std::env::var_os("CARGO_HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cargo")))
-    else {
-        return;
-    };
-    let Ok(registries) = std::fs::read_dir(home.join("registry/src")) else {
-        return;
-    };
-    for reg in registries.flatten() {
-        let Ok(crates) = std::fs::read_dir(reg.path()) else {
-            continue;
-        };
-        for krate in crates.flatten() {
-            let name = krate.file_name().to_string_lossy().into_owned();
-            let ours = ["mwait-sys-", "mwait-"].iter().any(|p| {
-                name.strip_prefix(p)
-                    .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
-            });
-            if ours {
-                let _ = std::fs::remove_dir_all(krate.path());
-            }
-        }
-    }
 }
