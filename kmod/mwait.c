@@ -9,11 +9,13 @@
  * never holds a CPU the scheduler wants.  The notifier stays a plain store.
  */
 
+#include <linux/atomic.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/moduleparam.h>
 #include <linux/sched/signal.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
@@ -24,6 +26,33 @@
 
 /* Longest wait accepted, from now to the deadline: one second in ns. */
 #define MWAIT_MAX_WAIT_NS	NSEC_PER_SEC
+
+/*
+ * User pages pinned by waits in flight.  Each wait pins one page and unpins
+ * it on every way out, so the count is zero whenever no wait is running.
+ * It is readable as the parameter "pinned", so that a test can prove that
+ * no path leaks a pin, and checked again when the module is unloaded.
+ */
+static atomic_long_t mwait_pinned = ATOMIC_LONG_INIT(0);
+
+static int mwait_pinned_get(char *buf, const struct kernel_param *kp)
+{
+	return scnprintf(buf, PAGE_SIZE, "%ld\n",
+			 atomic_long_read(&mwait_pinned));
+}
+
+/* The count is an observation, not a setting: refuse "pinned=" at load. */
+static int mwait_pinned_set(const char *val, const struct kernel_param *kp)
+{
+	return -EPERM;
+}
+
+static const struct kernel_param_ops mwait_pinned_ops = {
+	.set = mwait_pinned_set,
+	.get = mwait_pinned_get,
+};
+module_param_cb(pinned, &mwait_pinned_ops, NULL, 0444);
+MODULE_PARM_DESC(pinned, "user pages pinned by waits in flight (read-only)");
 
 static bool mwait_usable(void)
 {
@@ -141,6 +170,7 @@ static long mwait_ioc_wait(void __user *argp)
 	uaddr = (unsigned long)w.addr;
 	if (pin_user_pages_fast(uaddr & PAGE_MASK, 1, 0, &page) != 1)
 		return -EFAULT;
+	atomic_long_inc(&mwait_pinned);
 	kaddr = kmap_local_page(page);
 
 	w.value = 0;
@@ -149,6 +179,7 @@ static long mwait_ioc_wait(void __user *argp)
 
 	kunmap_local(kaddr);
 	unpin_user_page(page);
+	atomic_long_dec(&mwait_pinned);
 
 	if (copy_to_user(argp, &w, sizeof(w)))
 		return -EFAULT;
@@ -185,7 +216,26 @@ static struct miscdevice mwait_misc = {
 	.mode = 0666,
 };
 
-module_misc_device(mwait_misc);
+static int __init mwait_init(void)
+{
+	return misc_register(&mwait_misc);
+}
+
+static void __exit mwait_exit(void)
+{
+	long pinned;
+
+	misc_deregister(&mwait_misc);
+	/*
+	 * A wait holds its file and the file holds the module, so no wait
+	 * can be in flight here: any count left is a leaked pin.
+	 */
+	pinned = atomic_long_read(&mwait_pinned);
+	WARN(pinned, "mwait: %ld user pages still pinned at unload\n", pinned);
+}
+
+module_init(mwait_init);
+module_exit(mwait_exit);
 
 MODULE_DESCRIPTION("Bounded ring-0 MONITOR/MWAIT on a user word");
 MODULE_LICENSE("GPL");

@@ -23,7 +23,9 @@
 
 #define POISON		0xa5a5a5a5U
 #define MS		1000000ULL
-#define PINGPONGS	10000
+#define PINGPONGS	100000
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#define PINNED_PATH	"/sys/module/mwait/parameters/pinned"
 
 static int fd, passed, failed;
 
@@ -44,7 +46,7 @@ static uint64_t now_ns(void)
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-static void prep(struct mwait_wait *w, volatile uint32_t *p, uint32_t exp,
+static void prep(struct mwait_wait *w, uint32_t *p, uint32_t exp,
 		 uint64_t rel)
 {
 	memset(w, 0, sizeof(*w));
@@ -66,7 +68,7 @@ static int refuse(struct mwait_wait *w, int err)
 }
 
 /* Waits until the word differs from exp, retrying on non-final reasons. */
-static int wait_changed(volatile uint32_t *p, uint32_t exp)
+static int wait_changed(uint32_t *p, uint32_t exp)
 {
 	struct mwait_wait w;
 
@@ -83,7 +85,7 @@ static int wait_changed(volatile uint32_t *p, uint32_t exp)
 /* A wait on `p` (which nobody changes) through `wfd`, run on another thread. */
 struct bg_wait {
 	int wfd;
-	volatile uint32_t *p;
+	uint32_t *p;
 	uint64_t rel;
 	int r, err;
 	struct mwait_wait w;
@@ -106,6 +108,33 @@ static int ended_quietly(struct bg_wait *b)
 			     b->w.reason == MWAIT_REASON_RESCHED);
 }
 
+/* The module's count of user pages pinned by waits in flight, or -1. */
+static long pinned_pages(void)
+{
+	FILE *f = fopen(PINNED_PATH, "r");
+	long n = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &n) != 1)
+			n = -1;
+		fclose(f);
+	}
+	return n;
+}
+
+/* Waits on `p` (which nobody changes) until the deadline, through RESCHEDs. */
+static void *holder(void *arg)
+{
+	struct bg_wait *b = arg;
+
+	prep(&b->w, b->p, *b->p, b->rel);
+	do {
+		b->r = ioctl(b->wfd, MWAIT_IOC_WAIT, &b->w);
+	} while (!b->r && b->w.reason == MWAIT_REASON_RESCHED);
+	b->err = errno;
+	return NULL;
+}
+
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 
 static uint64_t next_rand(void)
@@ -121,7 +150,7 @@ static uint64_t next_rand(void)
  * kernel and unmapped addresses, short deadlines so that a valid wait ends
  * soon.  Every call must end in success or one of the documented errnos.
  */
-static int fuzz(int calls, volatile uint32_t *word)
+static int fuzz(int calls, uint32_t *word)
 {
 	static const unsigned long cmds[] = {
 		MWAIT_IOC_INFO, MWAIT_IOC_WAIT,
@@ -133,7 +162,7 @@ static int fuzz(int calls, volatile uint32_t *word)
 
 	for (i = 0; i < calls; i++) {
 		uint64_t r = next_rand();
-		unsigned long cmd = cmds[r % (sizeof(cmds) / sizeof(cmds[0]))];
+		unsigned long cmd = cmds[r % ARRAY_SIZE(cmds)];
 		struct mwait_wait *w = (struct mwait_wait *)buf;
 		void *arg = buf;
 		size_t k;
@@ -175,14 +204,14 @@ static int fuzz(int calls, volatile uint32_t *word)
 		if (ret == 0 || errno == EINVAL || errno == EFAULT ||
 		    errno == ERANGE || errno == ENOTTY || errno == EINTR)
 			continue;
-		printf("# fuzz: call %d cmd %#lx: unexpected errno %d\n", i,
-		       cmd, errno);
+		printf("# %s: call %d cmd %#lx: unexpected errno %d\n",
+		       __func__, i, cmd, errno);
 		bad++;
 	}
 	return bad == 0;
 }
 
-static volatile uint32_t cell, ping, pong;
+static uint32_t cell, ping, pong;
 
 static void *storer(void *arg)
 {
@@ -210,7 +239,7 @@ int main(void)
 {
 	struct mwait_info info;
 	struct mwait_wait w;
-	uint32_t word __attribute__((aligned(8))) = 7;
+	static uint32_t word = 7;
 	struct itimerval it = { .it_value = { .tv_usec = 100000 } };
 	struct sigaction sa;
 	pthread_t t;
@@ -282,7 +311,8 @@ int main(void)
 	      "signal interrupts a wait -> EINTR");
 
 	pthread_create(&t, NULL, storer, NULL);
-	check(!wait_changed(&cell, 0) && cell == 1, "wake on store across threads");
+	check(!wait_changed(&cell, 0) &&
+	      __atomic_load_n(&cell, __ATOMIC_SEQ_CST) == 1, "wake on store across threads");
 	pthread_join(t, NULL);
 
 	pthread_create(&t, NULL, ponger, NULL);
@@ -292,7 +322,7 @@ int main(void)
 		r = wait_changed(&pong, i - 1);
 	}
 	pthread_join(t, &res);
-	check(!r && !res && pong == PINGPONGS, "10^4 ping-pongs, no lost wake");
+	check(!r && !res && pong == PINGPONGS, "10^5 ping-pongs, no lost wake");
 
 	{
 		struct bg_wait b = { .p = &cell, .rel = 300 * MS };
@@ -307,7 +337,7 @@ int main(void)
 		      "close of the fd during a wait");
 	}
 	{
-		volatile uint32_t *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		uint32_t *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		struct bg_wait b = { .wfd = fd, .p = page, .rel = 300 * MS };
 
@@ -344,7 +374,32 @@ int main(void)
 		check(fd >= 0, "the module is still there");
 	}
 
+	{
+		/*
+		 * The pin counter itself is tested: a wait in flight must show
+		 * up as one pinned page, and it must be gone once it returns.
+		 */
+		struct bg_wait b = { .wfd = fd, .p = &cell, .rel = 100 * MS };
+		long n, most = 0, before = pinned_pages();
+
+		pthread_create(&t, NULL, holder, &b);
+		for (int i = 0; i < 50; i++) {
+			usleep(1000);
+			n = pinned_pages();
+			/* A failed read (-1) sticks, and fails the check. */
+			if (most >= 0 && (n < 0 || n > most))
+				most = n;
+		}
+		pthread_join(t, NULL);
+		printf("# pinned: %ld before, at most %ld during, %ld after\n",
+		       before, most, pinned_pages());
+		check(before == 0 && most == 1 && pinned_pages() == 0 &&
+		      !b.r && b.w.reason == MWAIT_REASON_DEADLINE,
+		      "a wait in flight pins one page, none after it");
+	}
+
 	check(fuzz(20000, &cell), "20000 random ioctls, documented errnos only");
+	check(pinned_pages() == 0, "no page left pinned after the suite");
 
 
 	printf("%d passed, %d failed\n", passed, failed);

@@ -7,7 +7,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 work=${WORK:-/tmp/mwait-vm}
 KVER=$(dpkg-query -W -f='${Depends}' linux-headers-cloud-amd64 |
 	sed -E 's/^linux-headers-([^ ,]+).*/\1/')
-mkdir -p "$work/root/bin"
+mkdir -p "$work/root/bin" "$work/root/proc" "$work/root/sys" "$work/root/dev"
 cd "$work"
 [ -f "kimg/boot/vmlinuz-$KVER" ] || { rm -rf kimg; apt-get download "linux-image-$KVER" &&
 	dpkg-deb -x linux-image-"${KVER}"_*.deb kimg; }
@@ -17,12 +17,12 @@ cp kb/mwait.ko root/
 gcc -O2 -Wall -Wextra -static -pthread -o root/mwait_test \
 	"$here/tests/mwait_test.c"
 (cd "$here/.." && RUSTFLAGS='-C target-feature=+crt-static' cargo build -q \
-	--release -p mwait-vm-guest --target x86_64-unknown-linux-gnu \
+	--release -p mwait-vm-guest --features counters --target x86_64-unknown-linux-gnu \
 	--target-dir target/vm-guest)
 cp "$here/../target/vm-guest/x86_64-unknown-linux-gnu/release/mwait-vm-guest" \
 	root/mwait_guest
 cp /bin/busybox root/bin/ && ln -sf busybox root/bin/sh
-for c in mount insmod rmmod dmesg grep poweroff; do
+for c in mount insmod rmmod dmesg grep cat poweroff; do
 	ln -sf busybox root/bin/$c
 done
 cp "$here/tests/init" root/init && chmod +x root/init

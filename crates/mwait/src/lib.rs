@@ -150,4 +150,14 @@ pub mod test_counters {
     pub fn membarrier_calls() -> u64 {
         crate::backend::futex::MEMBARRIER_CALLS.load(std::sync::atomic::Ordering::Relaxed)
     }
+
+    /// How many `/dev/mwait` waits of this process ended for `reason`, an
+    /// `MWAIT_REASON_*` value of `mwait-sys` (a signal counts as
+    /// `MWAIT_REASON_SIGNAL`, a refusal as 0).
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
+    pub fn kernel_wait_returns(reason: u32) -> u64 {
+        let r = &crate::backend::kernel::WAIT_RETURNS;
+        r.get(reason as usize)
+            .map_or(0, |c| c.load(std::sync::atomic::Ordering::Relaxed))
+    }
 }

@@ -1,19 +1,146 @@
 //! In-guest test of the `mwait` crate's kernel tier: run with
 //! `MWAIT_BACKEND=kernel` inside the QEMU guest that has `/dev/mwait` loaded.
 //! Prints one `ok`/`not ok` line per test.
-use mwait::{Backend, WaitCell};
-use std::{sync::Arc, thread, time::Duration};
+//!
+//! Built with the `counters` feature, it also proves which way out of the
+//! kernel a wait took (a signal, a reschedule), from the crate's count of
+//! `MWAIT_IOC_WAIT` returns by reason; without it those checks are skipped.
+use mwait::{Backend, WaitCell, WaitPolicy};
+use std::{
+    os::unix::thread::JoinHandleExt,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    thread,
+    time::{Duration, Instant},
+};
 
 /// Ping-pong round trips that must all complete (a lost wake-up hangs).
-const PINGPONGS: u32 = 10_000;
+const PINGPONGS: u32 = 100_000;
 /// Waiters on their own cells.
 const WAITERS: u32 = 64;
 /// A wait with no writer must last at least this long.
 const DEADLINE: Duration = Duration::from_millis(20);
+/// How long the signal and reschedule checks try before they give up.
+const PROOF_LIMIT: Duration = Duration::from_secs(10);
 
 fn check(ok: bool, name: &str) -> bool {
     println!("{} rust {name}", if ok { "ok" } else { "not ok" });
     ok
+}
+
+/// Kernel waits of this process that ended for `reason`, if counted.
+#[cfg(feature = "counters")]
+fn returns(reason: u32) -> Option<u64> {
+    Some(mwait::test_counters::kernel_wait_returns(reason))
+}
+
+#[cfg(not(feature = "counters"))]
+fn returns(_reason: u32) -> Option<u64> {
+    None
+}
+
+/// A policy that stays in the kernel tier (no spin, no adaptation, a long
+/// hardware budget), so that what ends a wait is the kernel's reason.
+fn kernel_only() -> WaitPolicy {
+    WaitPolicy::new()
+        .spin(Duration::ZERO)
+        .adaptive(false)
+        .hardware(Duration::from_secs(5))
+}
+
+/// SIGUSR1 handler: does nothing; its only job is to make the signal interrupt.
+extern "C" fn on_signal(_: libc::c_int) {}
+
+/// A signal sent to a thread waiting in `/dev/mwait` ends its kernel wait
+/// (`EINTR`, counted as `MWAIT_REASON_SIGNAL`); the wait itself still ends
+/// only when the value changes.
+fn signal_interrupts_a_kernel_wait() -> bool {
+    // SAFETY: a zeroed sigaction is valid; the handler does nothing, and no
+    // SA_RESTART, so the interrupted ioctl surfaces as EINTR.
+    let ok = unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_signal as *const () as usize;
+        libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()) == 0
+    };
+    if !ok {
+        return check(false, "sigaction");
+    }
+    let before = returns(mwait_sys::MWAIT_REASON_SIGNAL);
+    let cell = Arc::new(WaitCell::new(0));
+    let c = cell.clone();
+    let waiter = thread::spawn(move || {
+        // Each call re-enters the kernel tier; a signal sends one to the futex.
+        loop {
+            let p = kernel_only();
+            if let Some(v) = c
+                .wait_until_deadline_with(|v| v != 0, Instant::now() + DEADLINE, &p)
+                .ready()
+            {
+                return v;
+            }
+        }
+    });
+    let t0 = Instant::now();
+    let proved = || returns(mwait_sys::MWAIT_REASON_SIGNAL) > before;
+    while before.is_some() && !proved() && t0.elapsed() < PROOF_LIMIT {
+        // SAFETY: the waiter thread is alive (it returns only after the store
+        // below) and SIGUSR1 has a handler.
+        unsafe { libc::pthread_kill(waiter.as_pthread_t(), libc::SIGUSR1) };
+        thread::sleep(Duration::from_millis(2));
+    }
+    cell.store(1);
+    let v = waiter.join().unwrap();
+    let counted = match (before, returns(mwait_sys::MWAIT_REASON_SIGNAL)) {
+        (Some(b), Some(a)) => format!("{} signal returns", a - b),
+        _ => "not counted".into(),
+    };
+    check(
+        v == 1 && (before.is_none() || proved()),
+        &format!("a signal interrupts a kernel wait, the wait completes ({counted})"),
+    )
+}
+
+/// More waiters than CPUs, all in the kernel tier: the scheduler needs the
+/// CPUs, and the module must hand them back (`MWAIT_REASON_RESCHED`) so the
+/// waiters park; every waiter still sees its store.
+fn resched_when_oversubscribed() -> bool {
+    let cpus = thread::available_parallelism().map_or(2, |n| n.get());
+    let n = 4 * cpus;
+    let before = returns(mwait_sys::MWAIT_REASON_RESCHED);
+    let cells: Arc<Vec<WaitCell>> = Arc::new((0..n).map(|_| WaitCell::new(0)).collect());
+    let go = Arc::new(AtomicBool::new(false));
+    let hs: Vec<_> = (0..n)
+        .map(|i| {
+            let (cs, go) = (cells.clone(), go.clone());
+            thread::spawn(move || {
+                while !go.load(Ordering::Acquire) {
+                    thread::yield_now();
+                }
+                cs[i].wait_until_with(|v| v != 0, &kernel_only())
+            })
+        })
+        .collect();
+    go.store(true, Ordering::Release);
+    let t0 = Instant::now();
+    let proved = || returns(mwait_sys::MWAIT_REASON_RESCHED) > before;
+    thread::sleep(Duration::from_millis(200));
+    while before.is_some() && !proved() && t0.elapsed() < PROOF_LIMIT {
+        thread::sleep(Duration::from_millis(10));
+    }
+    for c in cells.iter() {
+        c.store(1);
+    }
+    let all = hs.into_iter().all(|h| h.join().unwrap() == 1);
+    let counted = match (before, returns(mwait_sys::MWAIT_REASON_RESCHED)) {
+        (Some(b), Some(a)) => format!("{} resched returns", a - b),
+        _ => "not counted".into(),
+    };
+    check(
+        all && (before.is_none() || proved()),
+        &format!("{n} kernel waiters on {cpus} CPUs give the CPUs back ({counted})"),
+    )
 }
 
 fn main() {
@@ -21,6 +148,10 @@ fn main() {
     let mut all = check(
         sel.backend == Backend::Kernel,
         &format!("kernel tier selected ({})", sel.reason),
+    );
+    all &= check(
+        returns(0).is_some(),
+        "built with the kernel-return counters",
     );
 
     let cell = Arc::new(WaitCell::new(0));
@@ -35,12 +166,15 @@ fn main() {
     );
     t.join().unwrap();
 
-    let t0 = std::time::Instant::now();
+    let t0 = Instant::now();
     let r = cell.wait_until_timeout(|v| v == 99, DEADLINE);
     all &= check(
         r.is_timed_out() && t0.elapsed() >= DEADLINE,
         "deadline honoured",
     );
+
+    all &= signal_interrupts_a_kernel_wait();
+    all &= resched_when_oversubscribed();
 
     let cells: Arc<Vec<WaitCell>> = Arc::new((0..WAITERS).map(|_| WaitCell::new(0)).collect());
     let hs: Vec<_> = (0..WAITERS as usize)
@@ -54,12 +188,13 @@ fn main() {
     }
     all &= check(
         hs.into_iter().all(|h| h.join().unwrap() == 1),
-        "64 waiters on 64 cells (oversubscribed: resched path)",
+        "64 waiters on 64 cells",
     );
 
     let ping = Arc::new(WaitCell::new(0));
     let pong = Arc::new(WaitCell::new(0));
     let (pi, po) = (ping.clone(), pong.clone());
+    let t0 = Instant::now();
     let t = thread::spawn(move || {
         for i in 1..=PINGPONGS {
             pi.wait_until(|v| v == i);
@@ -71,6 +206,7 @@ fn main() {
         pong.wait_until(|v| v == i);
     }
     t.join().unwrap();
-    all &= check(pong.load() == PINGPONGS, "10^4 ping-pongs, no lost wake");
+    println!("# rust: 10^5 ping-pongs in {:?}", t0.elapsed());
+    all &= check(pong.load() == PINGPONGS, "10^5 ping-pongs, no lost wake");
     std::process::exit(if all { 0 } else { 1 });
 }

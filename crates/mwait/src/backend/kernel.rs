@@ -26,6 +26,13 @@ const C1_HINT: u32 = 0x00;
 /// episode with a later deadline is cut to this and reported as `Woken`.
 const MAX_EPISODE_NS: u64 = 1_000_000_000;
 
+/// `MWAIT_IOC_WAIT` returns counted by `reason` (index `MWAIT_REASON_*`;
+/// 0 for a refusal, which writes no reason), for tests that must prove which
+/// way out a kernel wait took.
+#[cfg(feature = "test-counters")]
+pub(crate) static WAIT_RETURNS: [std::sync::atomic::AtomicU64; 5] =
+    [const { std::sync::atomic::AtomicU64::new(0) }; 5];
+
 /// The open `/dev/mwait`, or why it could not be used.
 static DEVICE_FD: OnceLock<Result<i32, String>> = OnceLock::new();
 
@@ -93,6 +100,11 @@ impl HardwareWait for Kernel {
         // SAFETY: self.0 is the open device; `w` is a valid in/out mwait_wait;
         // the kernel only reads `word`, which outlives the call.
         let r = unsafe { libc::ioctl(self.0, mwait_sys::MWAIT_IOC_WAIT as _, &mut w) };
+        // The module writes the reason back on success and on EINTR (SIGNAL);
+        // a refusal leaves it 0.
+        #[cfg(feature = "test-counters")]
+        WAIT_RETURNS[w.reason.min(WAIT_RETURNS.len() as u32 - 1) as usize]
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if r < 0 {
             // EINTR (a signal) is expected; a refusal means a bug in the arguments
             // above. Either way the CPU goes back to the futex park.
