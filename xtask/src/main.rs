@@ -1,10 +1,11 @@
-//! `cargo xtask`: the workspace's build, test, VM-test, stress and bench driver.
+//! `cargo xtask`: the workspace's build, test, VM-test, stress, bench and codegen driver.
 //!
 //! One binary, no dependencies beyond std, so that it builds in seconds on a fresh
 //! machine. Every subcommand installs what it needs (rustup targets, Debian packages)
 //! and says what it installs.
 
 mod bench;
+mod codegen;
 mod hwtest;
 mod test;
 mod util;
@@ -16,12 +17,16 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [options]
 
 commands:
-  test            everything CI runs: fmt, clippy, tests, doctests, loom, docs,
-                  other targets, packaging, hardware-tier suites, VM tests
+  test            everything CI runs: fmt, clippy, generated bindings, tests,
+                  doctests, loom, docs, other targets, packaging, hardware-tier
+                  suites, VM tests
   stress [N]      long stress run with each tier forced (default 10^8 handoffs)
   bench [--quick] the benchmark suite; writes target/mwait-bench/report.md
   hw-test         the hardware tiers' suites (UMWAIT under qemu-user, MWAITX native)
   vm-test         builds the kernel module, boots it in QEMU and runs the in-guest suite
+  codegen [--check]
+                  regenerates crates/mwait-sys/src/bindings.rs from the uapi
+                  header with bindgen; --check fails when the file is stale
 ";
 
 fn main() -> ExitCode {
@@ -39,6 +44,7 @@ fn main() -> ExitCode {
         "bench" => bench::run(rest),
         "hw-test" => hwtest::run(rest),
         "vm-test" => vm::run_vm(rest),
+        "codegen" => codegen::run(rest),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())

@@ -25,6 +25,12 @@ pub fn run(args: &[String]) -> Res {
         "warnings",
     ]))?;
 
+    // The drift check runs on its own first, so that a stale bindings.rs reads as
+    // such in the log. It also installs libclang, which the same check needs
+    // again as a #[test] of mwait-codegen under `cargo test --workspace`.
+    step("generated bindings match the uapi header");
+    crate::codegen::generator("check")?;
+
     step("tests and doctests");
     util::run(cargo().args(["test", "--workspace"]))?;
 
