@@ -96,6 +96,9 @@ pub fn run(args: &[String]) -> Res {
     step("kernel shim in a QEMU TCG guest");
     crate::vm::run_vm(&[])?;
 
+    step("kernel style of the module (checkpatch.pl)");
+    crate::vm::checkpatch(&[])?;
+
     println!("\nxtask test: all steps passed");
     Ok(())
 }

@@ -26,3 +26,16 @@ pub fn run_vm(_args: &[String]) -> Res {
         .arg(root.join("kmod/tests/run-vm.sh"))
         .env("WORK", root.join("target/vm")))
 }
+
+/// `cargo xtask checkpatch`: the kernel's checkpatch.pl over the module, its
+/// uapi header and the C test (`kmod/tests/checkpatch.sh`; it downloads the
+/// Debian kernel source package once, without installing it, for the script).
+pub fn checkpatch(_args: &[String]) -> Res {
+    step("checkpatch: packages");
+    ensure_apt(&["perl", "xz-utils"])?;
+    step("checkpatch: module, uapi header, C test");
+    let root = project_root();
+    run(Command::new("sh")
+        .arg(root.join("kmod/tests/checkpatch.sh"))
+        .env("WORK", root.join("target/checkpatch")))
+}
