@@ -143,7 +143,82 @@ fn resched_when_oversubscribed() -> bool {
     )
 }
 
+/// Child mode: exits 0 when the process's selection is refused with an error
+/// that contains `want`.
+fn expect_refusal(want: &str) -> ! {
+    let ok = match mwait::try_selection() {
+        Ok(sel) => {
+            println!("# rust child: selected {} ({})", sel.backend, sel.reason);
+            false
+        }
+        Err(e) => {
+            println!("# rust child: refused: {e}");
+            e.to_string().contains(want)
+        }
+    };
+    std::process::exit(if ok { 0 } else { 1 });
+}
+
+/// Runs this binary again with `env`, in child mode expecting a refusal that
+/// contains `want`.
+fn child_refuses(env: &[(&str, &str)], want: &str) -> bool {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--expect-refusal", want])
+        .env_remove("MWAIT_BACKEND")
+        .env_remove("MWAIT_UNSAFE_FORCE");
+    cmd.envs(env.iter().copied());
+    cmd.status().is_ok_and(|st| st.success())
+}
+
+/// The guest whose CPU has no MONITOR/MWAIT (CPUID.1:ECX[3] cleared), with the
+/// module loaded: the crate must not pick the kernel tier, must refuse it when
+/// asked for it (with the CPUID bit), must refuse it when forced past CPUID
+/// (the module says MWAIT is not usable), and must still wait correctly.
+fn no_mwait() -> ! {
+    let sel = mwait::selection();
+    let mut all = check(
+        sel.backend != Backend::Kernel,
+        &format!(
+            "no-mwait: kernel tier not picked ({}: {})",
+            sel.backend, sel.reason
+        ),
+    );
+    all &= check(
+        child_refuses(&[("MWAIT_BACKEND", "kernel")], "MONITOR is 0"),
+        "no-mwait: MWAIT_BACKEND=kernel refused with the CPUID bit",
+    );
+    all &= check(
+        child_refuses(
+            &[("MWAIT_BACKEND", "kernel"), ("MWAIT_UNSAFE_FORCE", "1")],
+            "no usable MWAIT",
+        ),
+        "no-mwait: forced past CPUID, refused because the module says so",
+    );
+    let cell = Arc::new(WaitCell::new(0));
+    let c = cell.clone();
+    let t = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(20));
+        c.store(1);
+    });
+    all &= check(
+        cell.wait_until(|v| v != 0) == 1,
+        "no-mwait: wake on store across threads",
+    );
+    t.join().unwrap();
+    std::process::exit(if all { 0 } else { 1 });
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["--expect-refusal", want] => expect_refusal(want),
+        ["--no-mwait"] => no_mwait(),
+        [] => {}
+        _ => {
+            eprintln!("usage: mwait-vm-guest [--no-mwait | --expect-refusal TEXT]");
+            std::process::exit(2);
+        }
+    }
     let sel = mwait::selection();
     let mut all = check(
         sel.backend == Backend::Kernel,
