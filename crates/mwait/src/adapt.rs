@@ -25,7 +25,8 @@
 //!   for up to [`HANDOFF_SPIN_NS`] instead (still scored, so a partner that takes
 //!   longer than that to answer turns it off again).
 //! - **Spinning cannot help.** On a machine with more runnable threads than CPUs
-//!   (`/proc/loadavg`, re-read at most every [`LOAD_CHECK_INTERVAL_NS`]) a spinner
+//!   (`/proc/loadavg`, re-read at most every [`LOAD_CHECK_INTERVAL_NS`], acted on
+//!   after two readings in a row, see [`OVER_READINGS`]) a spinner
 //!   burns a CPU that the partner may need: those waits skip the spin and the
 //!   hardware tier. And when a notifier wakes a parked waiter that went to sleep on
 //!   the notifier's own CPU, the pair shares a CPU (both pinned to it, say): a spin of
@@ -107,6 +108,14 @@ impl Adaptive {
         self.record(success, false);
     }
 
+    ///
+    /// Every store is made only when it changes the value: in the steady state of a
+    /// cell whose spins succeed (score at the top, probes at the fastest rate) a wait
+    /// writes nothing here. A store, even of the same value, needs the line in this
+    /// core's cache exclusively; if another core has read it since (a prefetch of the
+    /// adjacent line, a waiter of the same cell on another CPU), taking it back costs
+    /// a coherence round trip, and since x86 makes stores visible in order, the next
+    /// store, the one that answers our partner, would wait behind it.
     #[inline]
     fn record(&self, success: bool, back_off: bool) {
         let s = self.score.load(Relaxed);
@@ -115,10 +124,14 @@ impl Adaptive {
         } else {
             s - s / 4
         };
-        self.score.store(n, Relaxed);
+        if n != s {
+            self.score.store(n, Relaxed);
+        }
         let gap = self.probe_every.load(Relaxed);
         if success {
-            self.probe_every.store(PROBE_MIN, Relaxed);
+            if gap != PROBE_MIN {
+                self.probe_every.store(PROBE_MIN, Relaxed);
+            }
             if self.skips.load(Relaxed) > PROBE_MIN {
                 self.skips.store(PROBE_MIN, Relaxed);
             }
@@ -182,9 +195,20 @@ pub(crate) fn take_woke() -> bool {
     WOKE.with(|w| w.replace(false))
 }
 
-/// Whether spinning can help now: the machine is not oversubscribed.
-pub(crate) fn spinning_can_help() -> bool {
-    !oversubscribed(crate::detect::Capabilities::detect().usable_cpus)
+/// Whether spinning could help, from the last reading of the run queue (no clock,
+/// no refresh): what a wait uses to start spinning at once. The caller refreshes the
+/// reading with [`spinning_can_help`] right after its first round of loads, or
+/// before it parks when this says no (so that the answer cannot stick).
+#[inline]
+pub(crate) fn spinning_could_help() -> bool {
+    OVER_STREAK.load(Relaxed) < OVER_READINGS
+}
+
+/// Whether spinning can help now (`now` from the monotonic clock): the machine is
+/// not oversubscribed. Re-reads the run queue if the last reading is older than
+/// [`LOAD_CHECK_INTERVAL_NS`].
+pub(crate) fn spinning_can_help(now: u64) -> bool {
+    !oversubscribed(crate::detect::Capabilities::detect().usable_cpus, now)
 }
 
 /// The CPU the calling thread runs on (`u32::MAX` where unknown).
@@ -203,14 +227,35 @@ pub(crate) fn current_cpu() -> u32 {
 }
 
 static LOAD_CHECKED_NS: AtomicU64 = AtomicU64::new(0);
-static OVERSUBSCRIBED: AtomicU32 = AtomicU32::new(0);
+/// Consecutive readings that showed more runnable threads than CPUs, up to
+/// [`OVER_READINGS`].
+static OVER_STREAK: AtomicU32 = AtomicU32::new(0);
+
+/// How many readings in a row must show oversubscription before waits stop
+/// spinning. The run-queue length is an instant: a pair of spinning threads on a
+/// two-CPU machine plus any thread that happens to be runnable at the moment of the
+/// reading (a kernel worker, a shell) reads as oversubscribed, and one such reading
+/// used to turn every spin of the process off until the next one, 100 ms later
+/// (ping-pong windows of 14 µs round trips instead of 0.7 µs on the 2-vCPU VM). A
+/// real oversubscription shows in every reading; it is now acted on after two, so
+/// within 100–200 ms, and one reading without it turns spinning back on.
+const OVER_READINGS: u32 = 2;
+
+/// The streak after a reading: `running` runnable threads (None: unreadable) on
+/// `cpus` CPUs.
+fn next_streak(streak: u32, running: Option<usize>, cpus: usize) -> u32 {
+    match running {
+        Some(r) if r > cpus => (streak + 1).min(OVER_READINGS),
+        _ => 0,
+    }
+}
 
 /// Whether more threads are runnable than there are CPUs (Linux `/proc/loadavg`,
-/// its fourth field `running/total`; the reading thread counts itself).
-fn oversubscribed(cpus: usize) -> bool {
+/// its fourth field `running/total`; the reading thread counts itself), in
+/// [`OVER_READINGS`] readings in a row.
+fn oversubscribed(cpus: usize, now: u64) -> bool {
     #[cfg(all(target_os = "linux", not(loom)))]
     {
-        let now = crate::clock::now_ns();
         let last = LOAD_CHECKED_NS.load(Relaxed);
         if now.saturating_sub(last) >= LOAD_CHECK_INTERVAL_NS
             && LOAD_CHECKED_NS
@@ -221,21 +266,45 @@ fn oversubscribed(cpus: usize) -> bool {
                 let field = s.split_whitespace().nth(3)?;
                 field.split('/').next()?.parse::<usize>().ok()
             });
-            let over = running.is_some_and(|r| r > cpus);
-            OVERSUBSCRIBED.store(u32::from(over), Relaxed);
+            OVER_STREAK.store(
+                next_streak(OVER_STREAK.load(Relaxed), running, cpus),
+                Relaxed,
+            );
         }
-        OVERSUBSCRIBED.load(Relaxed) != 0
     }
     #[cfg(not(all(target_os = "linux", not(loom))))]
     {
-        let _ = (cpus, &LOAD_CHECKED_NS, LOAD_CHECK_INTERVAL_NS);
-        OVERSUBSCRIBED.load(Relaxed) != 0
+        let _ = (
+            cpus,
+            now,
+            &LOAD_CHECKED_NS,
+            LOAD_CHECK_INTERVAL_NS,
+            next_streak,
+        );
     }
+    !spinning_could_help()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_busy_reading_does_not_stop_the_spinning() {
+        let cpus = 2;
+        // A third runnable thread caught once, between quiet readings.
+        let s = next_streak(0, Some(3), cpus);
+        assert!(s < OVER_READINGS);
+        assert_eq!(next_streak(s, Some(2), cpus), 0);
+        // Oversubscribed in two readings in a row: spinning stops...
+        let s = next_streak(next_streak(0, Some(4), cpus), Some(3), cpus);
+        assert!(s >= OVER_READINGS);
+        // ...stays stopped while it lasts, and one quiet reading restarts it.
+        assert!(next_streak(s, Some(5), cpus) >= OVER_READINGS);
+        assert_eq!(next_streak(s, Some(1), cpus), 0);
+        // An unreadable /proc/loadavg never stops spinning.
+        assert_eq!(next_streak(s, None, cpus), 0);
+    }
 
     /// Indices of the waits that probe among `n`, every probe failing.
     fn failing_probes(a: &Adaptive, n: u32) -> Vec<u32> {

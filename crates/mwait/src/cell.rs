@@ -737,20 +737,43 @@ impl WaitCell {
             }
         };
         let hw_wanted = pol.hw.is_some() && pol.hw_ns > 0;
-        let can_help =
-            !pol.adaptive || (spin_ns == 0 && !hw_wanted) || crate::adapt::spinning_can_help();
+        // Whether the CPU we would hold is needed by others. A wait that will spin
+        // starts from the last reading of the run queue and spins its first round of
+        // loads before it reads the clock at all: a partner that answers within a
+        // few hundred ns (a ping-pong between nearby cores) is caught without the
+        // ~90 ns that the clock reads and the checks cost, which would otherwise sit
+        // on the round trip. The reading is refreshed right after that round, or here
+        // when it says no, so that a "no" cannot stick.
+        let mut can_help = !pol.adaptive
+            || (spin_ns == 0 && !hw_wanted)
+            || crate::adapt::spinning_could_help()
+            || crate::adapt::spinning_can_help(now_ns());
         let spin_ns = if can_help { spin_ns } else { 0 };
-        let spun = spin_ns > 0;
+        let mut spun = spin_ns > 0;
         if spun {
-            let hit = spin::spin_until(
-                word,
-                &mut *pred,
-                cap(now_ns().saturating_add(spin_ns)),
-                pol.spin_pause,
-            );
-            if pol.adaptive && handoff {
+            let mut hit = spin::spin_round(word, &mut *pred, pol.spin_pause);
+            if hit.is_none() {
+                // The budget counts from this first clock reading, one round of loads
+                // after the spin began: a spin may last one round (LOADS_PER_CLOCK_READ
+                // pauses) longer than its budget, as its end may already overshoot.
+                let now = now_ns();
+                if pol.adaptive && !crate::adapt::spinning_can_help(now) {
+                    // The fresh reading says the CPUs are needed: stop, and do not
+                    // count this as a failed spin.
+                    can_help = false;
+                    spun = false;
+                } else {
+                    hit = spin::spin_until(
+                        word,
+                        &mut *pred,
+                        cap(now.saturating_add(spin_ns)),
+                        pol.spin_pause,
+                    );
+                }
+            }
+            if spun && pol.adaptive && handoff {
                 self.waiters.adapt.record_handoff_spin(hit.is_some());
-            } else if pol.adaptive {
+            } else if spun && pol.adaptive {
                 self.waiters.adapt.record_spin(hit.is_some());
             }
             if let Some(v) = hit {

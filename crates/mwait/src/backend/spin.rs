@@ -29,28 +29,42 @@ pub(crate) fn spin_until(
     until_ns: u64,
     pause: Option<SpinPause>,
 ) -> Option<u32> {
-    #[cfg(all(target_arch = "x86_64", not(loom)))]
-    let tpause_ticks = pause.map(|_| crate::tsc::ns_to_ticks(TPAUSE_NS));
     loop {
-        for _ in 0..LOADS_PER_CLOCK_READ {
-            let v = word.load(Ordering::Acquire);
-            if pred(v) {
-                return Some(v);
-            }
-            #[cfg(all(target_arch = "x86_64", not(loom)))]
-            if let (Some(t), Some(ticks)) = (pause, tpause_ticks) {
-                let deadline = crate::arch::x86_64::rdtsc().wrapping_add(ticks);
-                t.tpause(crate::arch::x86_64::WAITPKG_C0_1, deadline);
-                continue;
-            }
-            #[cfg(not(all(target_arch = "x86_64", not(loom))))]
-            let _ = pause;
-            spin_hint();
-            #[cfg(loom)]
-            break;
+        if let Some(v) = spin_round(word, pred, pause) {
+            return Some(v);
         }
         if now_ns() >= until_ns {
             return None;
         }
     }
+}
+
+/// One round of the spin without the clock: [`LOADS_PER_CLOCK_READ`] loads, each
+/// followed by a pause. Returns the value if `pred` accepted one.
+#[inline]
+pub(crate) fn spin_round(
+    word: &AtomicU32,
+    pred: &mut dyn FnMut(u32) -> bool,
+    pause: Option<SpinPause>,
+) -> Option<u32> {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    let tpause_ticks = pause.map(|_| crate::tsc::ns_to_ticks(TPAUSE_NS));
+    for _ in 0..LOADS_PER_CLOCK_READ {
+        let v = word.load(Ordering::Acquire);
+        if pred(v) {
+            return Some(v);
+        }
+        #[cfg(all(target_arch = "x86_64", not(loom)))]
+        if let (Some(t), Some(ticks)) = (pause, tpause_ticks) {
+            let deadline = crate::arch::x86_64::rdtsc().wrapping_add(ticks);
+            t.tpause(crate::arch::x86_64::WAITPKG_C0_1, deadline);
+            continue;
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+        let _ = pause;
+        spin_hint();
+        #[cfg(loom)]
+        break;
+    }
+    None
 }
