@@ -80,6 +80,42 @@ pub fn stats(samples: &mut [u64]) -> Stats {
     }
 }
 
+/// The order in which round `round` visits `n` implementations: rotated by the
+/// round, so that no implementation always runs first, or always right after the
+/// same neighbour. The report runner measures every implementation once per round
+/// and compares implementations within a round: a machine whose speed drifts
+/// between rounds (a shared VM) moves both sides of a ratio alike.
+pub fn round_order(n: usize, round: usize) -> impl Iterator<Item = usize> {
+    (0..n).map(move |i| (i + round) % n.max(1))
+}
+
+/// The median of `v` (the mean of the middle two for an even count); NaN if empty.
+pub fn median(v: &[f64]) -> f64 {
+    let mut v: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// Per-round ratios `a[k] / b[k]` of two implementations measured in the same
+/// rounds: (median, smallest, largest).
+pub fn paired_ratio(a: &[f64], b: &[f64]) -> (f64, f64, f64) {
+    let r: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
+    let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if r.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    (median(&r), lo, hi)
+}
+
 /// Runs `f` repeatedly until `budget` has passed (at least once); returns the
 /// per-call samples in ns.
 pub fn sample_for(budget: Duration, max: usize, mut f: impl FnMut()) -> Vec<u64> {
@@ -99,6 +135,22 @@ pub fn sample_for(budget: Duration, max: usize, mut f: impl FnMut()) -> Vec<u64>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rounds_rotate_and_cover_every_implementation() {
+        let orders: Vec<Vec<usize>> = (0..3).map(|r| round_order(3, r).collect()).collect();
+        assert_eq!(orders, vec![vec![0, 1, 2], vec![1, 2, 0], vec![2, 0, 1]]);
+    }
+
+    #[test]
+    fn paired_ratios_take_the_median_round() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+        // Round 2 ran on a slower machine: both sides doubled, the ratio did not.
+        let (m, lo, hi) = paired_ratio(&[110.0, 220.0, 100.0], &[100.0, 200.0, 100.0]);
+        assert_eq!((m, lo, hi), (1.1, 1.0, 1.1));
+    }
 
     #[test]
     fn stats_are_nearest_rank() {

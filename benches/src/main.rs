@@ -4,7 +4,7 @@
 
 use mwait_benches::impls;
 use mwait_benches::scenarios::{self, Placement};
-use mwait_benches::{stats, Stats};
+use mwait_benches::{median, paired_ratio, round_order, stats};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +18,9 @@ struct Budgets {
     long_wait: Duration,
     interference: Duration,
     barrier_episodes: u32,
+    /// Rounds of the interleaved scenarios: each visits every implementation once
+    /// with 1/rounds of its budget (see [`mwait_benches::round_order`]).
+    rounds: u32,
 }
 
 impl Budgets {
@@ -28,6 +31,7 @@ impl Budgets {
             long_wait: Duration::from_millis(800) * scale,
             interference: Duration::from_millis(800) * scale,
             barrier_episodes: 25_000 * scale,
+            rounds: if scale == 1 { 3 } else { 5 },
         }
     }
 }
@@ -37,6 +41,49 @@ struct Out {
     json: Vec<String>,
     md: String,
     svg_series: Vec<(String, Vec<u64>)>,
+}
+
+/// One implementation's measure in an interleaved scenario: its value in each
+/// round, compared with other implementations round by round.
+struct Row {
+    name: String,
+    per_round: Vec<f64>,
+}
+
+impl Row {
+    fn median(&self) -> f64 {
+        median(&self.per_round)
+    }
+
+    /// "lo–hi" of the per-round values, the spread the median hides.
+    fn range(&self, digits: usize) -> String {
+        let lo = self.per_round.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = self
+            .per_round
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max);
+        format!("{lo:.digits$}–{hi:.digits$}")
+    }
+}
+
+/// The row named `name` (empty if the scenario did not run).
+fn row<'a>(rows: &'a [Row], name: &str) -> &'a [f64] {
+    rows.iter()
+        .find(|r| r.name == name)
+        .map_or(&[], |r| &r.per_round[..])
+}
+
+/// A target on a paired ratio: "`what`: median of N rounds 1.05x (0.98–1.12x)".
+fn ratio_target(what: &str, a: &[f64], b: &[f64], holds: impl Fn(f64) -> bool) -> (String, bool) {
+    let (m, lo, hi) = paired_ratio(a, b);
+    (
+        format!(
+            "{what}: {m:.2}x, the median of {} paired rounds (range {lo:.2}–{hi:.2}x)",
+            a.len().min(b.len())
+        ),
+        holds(m),
+    )
 }
 
 fn num(x: f64) -> String {
@@ -92,9 +139,20 @@ fn main() {
 
     let all = impls::all();
 
-    // Ping-pong, two CPUs and one CPU.
-    let mut pp: Vec<(String, Stats, f64)> = Vec::new();
-    let mut same: Vec<(String, Stats, f64)> = Vec::new();
+    // Ping-pong, two CPUs and one CPU, in interleaved rounds.
+    let rounds = b.rounds;
+    writeln!(
+        o.md,
+        "The latency, waiter-CPU and interference scenarios run in {rounds} interleaved rounds: \
+         each round measures every implementation once, in an order rotated from round \
+         to round, with 1/{rounds} of its budget. A value below is the median of its \
+         rounds, and a target compares two implementations round by round (the median \
+         of the per-round ratios), so that a machine whose speed drifts during the run \
+         moves both sides of each ratio alike. The ranges show the spread across rounds.\n"
+    )
+    .unwrap();
+    let mut pp: Vec<Row> = Vec::new();
+    let mut same: Vec<Row> = Vec::new();
     for (placement, title, bench, dest) in [
         (
             Placement::TwoCpus,
@@ -113,41 +171,45 @@ fn main() {
             continue;
         }
         eprintln!("{bench} ...");
-        for (name, make) in &all {
-            let mut s = scenarios::pingpong(*make, placement, b.pingpong, 200);
-            let half = s.len() / 2;
-            let (p1, p2) = (
-                stats(&mut s[..half].to_vec()).p50,
-                stats(&mut s[half..].to_vec()).p50,
-            );
-            let drift = if p1 > 0.0 { (p2 - p1).abs() / p1 } else { 0.0 };
-            if placement == Placement::TwoCpus {
-                o.svg_series.push((name.clone(), s.clone()));
+        let mut pooled: Vec<Vec<u64>> = vec![Vec::new(); all.len()];
+        let mut p50s: Vec<Vec<f64>> = vec![Vec::new(); all.len()];
+        for r in 0..rounds as usize {
+            for i in round_order(all.len(), r) {
+                let mut s = scenarios::pingpong(all[i].1, placement, b.pingpong / rounds, 200);
+                p50s[i].push(stats(&mut s).p50);
+                pooled[i].extend(s);
             }
-            let st = stats(&mut s);
-            o.json.push(format!(
-                "{{\"bench\": \"{bench}\", \"impl\": \"{name}\", \"p50_ns\": {}, \"p99_ns\": {}, \"samples\": {}}}",
-                num(st.p50), num(st.p99), st.n
-            ));
-            dest.push((name.clone(), st, drift));
         }
         writeln!(o.md, "## {title} (`{bench}`)\n").unwrap();
         writeln!(
             o.md,
-            "| impl | p50 ns | p99 ns | samples | p50 drift between halves |"
+            "| impl | p50 ns (median of rounds) | p50 range across rounds | p99 ns (all rounds) | samples |"
         )
         .unwrap();
         writeln!(o.md, "| --- | ---: | ---: | ---: | ---: |").unwrap();
-        for (n, s, d) in dest.iter() {
+        for (((name, _), mut s), p50s) in all.iter().zip(pooled).zip(p50s) {
+            let st = stats(&mut s);
+            let row = Row {
+                name: name.clone(),
+                per_round: p50s,
+            };
             writeln!(
                 o.md,
-                "| {n} | {:.0} | {:.0} | {} | {:.0} % |",
-                s.p50,
-                s.p99,
-                s.n,
-                d * 100.0
+                "| {name} | {:.0} | {} | {:.0} | {} |",
+                row.median(),
+                row.range(0),
+                st.p99,
+                st.n
             )
             .unwrap();
+            o.json.push(format!(
+                "{{\"bench\": \"{bench}\", \"impl\": \"{name}\", \"p50_ns\": {}, \"p99_ns\": {}, \"samples\": {}, \"rounds\": {rounds}}}",
+                num(row.median()), num(st.p99), st.n
+            ));
+            if placement == Placement::TwoCpus {
+                o.svg_series.push((name.clone(), s));
+            }
+            dest.push(row);
         }
         writeln!(o.md).unwrap();
     }
@@ -182,42 +244,110 @@ fn main() {
     }
     writeln!(o.md).unwrap();
 
-    // Long waits: CPU while waiting.
+    // Long waits: CPU while waiting, in interleaved rounds.
     eprintln!("long_wait ...");
-    let mut long: Vec<(String, f64, f64)> = Vec::new();
-    for (name, make) in all.iter().filter(|_| run("long_wait")) {
-        let mut r = scenarios::slow_producer(*make, Duration::from_millis(1), b.long_wait);
-        let st = stats(&mut r.wake_ns);
-        o.json.push(format!(
-            "{{\"bench\": \"long_wait\", \"impl\": \"{name}\", \"waiter_cpu\": {}, \"wake_p50_ns\": {}}}",
-            num(r.waiter_cpu), num(st.p50)
-        ));
-        long.push((name.clone(), r.waiter_cpu, st.p50));
+    let mut long_cpu: Vec<Row> = Vec::new();
+    let mut long_wake: Vec<Row> = Vec::new();
+    if run("long_wait") {
+        let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); all.len()];
+        let mut wake: Vec<Vec<f64>> = vec![Vec::new(); all.len()];
+        for r in 0..rounds as usize {
+            for i in round_order(all.len(), r) {
+                let mut p = scenarios::slow_producer(
+                    all[i].1,
+                    Duration::from_millis(1),
+                    b.long_wait / rounds,
+                );
+                cpu[i].push(p.waiter_cpu);
+                wake[i].push(stats(&mut p.wake_ns).p50);
+            }
+        }
+        for (((name, _), c), w) in all.iter().zip(cpu).zip(wake) {
+            long_cpu.push(Row {
+                name: name.clone(),
+                per_round: c,
+            });
+            long_wake.push(Row {
+                name: name.clone(),
+                per_round: w,
+            });
+        }
     }
     writeln!(o.md, "## A store every ~1 ms (`long_wait`)\n").unwrap();
     writeln!(
         o.md,
-        "| impl | waiter CPU (fraction of one CPU) | wake p50 ns |\n| --- | ---: | ---: |"
+        "| impl | waiter CPU (fraction of one CPU) | its range across rounds | wake p50 ns |\n| --- | ---: | ---: | ---: |"
     )
     .unwrap();
-    for (n, c, w) in &long {
-        writeln!(o.md, "| {n} | {c:.4} | {w:.0} |").unwrap();
+    for (c, w) in long_cpu.iter().zip(&long_wake) {
+        writeln!(
+            o.md,
+            "| {} | {:.4} | {} | {:.0} |",
+            c.name,
+            c.median(),
+            c.range(4),
+            w.median()
+        )
+        .unwrap();
+        o.json.push(format!(
+            "{{\"bench\": \"long_wait\", \"impl\": \"{}\", \"waiter_cpu\": {}, \"wake_p50_ns\": {}, \"rounds\": {rounds}}}",
+            c.name, num(c.median()), num(w.median())
+        ));
     }
     writeln!(o.md).unwrap();
 
-    // Interference.
+    // Interference, in interleaved rounds; the workers alone are one more entry
+    // of each round, the baseline of that round's throughput ratios.
     eprintln!("interference ...");
     let workers = mwait_benches::usable_cpus();
-    let base1 = scenarios::compute_throughput_process(workers, b.interference);
-    let mut inter: Vec<(String, f64, f64, f64)> = Vec::new();
-    for (name, make) in all.iter().filter(|_| run("interference")) {
-        let (thr, mut pair) =
-            scenarios::interference(*make, Duration::from_micros(50), b.interference);
-        let st = stats(&mut pair.wake_ns);
-        inter.push((name.clone(), thr, pair.waiter_cpu, st.p50));
+    let mut inter_thr: Vec<Row> = Vec::new();
+    let mut inter_cpu: Vec<Row> = Vec::new();
+    let mut inter_wake: Vec<Row> = Vec::new();
+    let mut base_spread = f64::NAN;
+    if run("interference") {
+        let per = b.interference / rounds;
+        let n = all.len();
+        let mut thr: Vec<Vec<f64>> = vec![Vec::new(); n];
+        let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); n];
+        let mut wake: Vec<Vec<f64>> = vec![Vec::new(); n];
+        let mut base: Vec<f64> = Vec::new();
+        for r in 0..rounds as usize {
+            let mut raw = vec![f64::NAN; n];
+            let mut round_base = f64::NAN;
+            for i in round_order(n + 1, r) {
+                if i == n {
+                    round_base = scenarios::compute_throughput_process(workers, per);
+                    continue;
+                }
+                let (t, mut pair) =
+                    scenarios::interference(all[i].1, Duration::from_micros(50), per);
+                raw[i] = t;
+                cpu[i].push(pair.waiter_cpu);
+                wake[i].push(stats(&mut pair.wake_ns).p50);
+            }
+            for (i, t) in raw.into_iter().enumerate() {
+                thr[i].push(t / round_base);
+            }
+            base.push(round_base);
+        }
+        let lo = base.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = base.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        base_spread = (hi - lo) / median(&base) * 100.0;
+        for (i, (name, _)) in all.iter().enumerate() {
+            inter_thr.push(Row {
+                name: name.clone(),
+                per_round: thr[i].clone(),
+            });
+            inter_cpu.push(Row {
+                name: name.clone(),
+                per_round: cpu[i].clone(),
+            });
+            inter_wake.push(Row {
+                name: name.clone(),
+                per_round: wake[i].clone(),
+            });
+        }
     }
-    let base2 = scenarios::compute_throughput_process(workers, b.interference);
-    let base = (base1 + base2) / 2.0;
     writeln!(
         o.md,
         "## Compute workers beside a slow pair (`interference`)\n"
@@ -226,18 +356,27 @@ fn main() {
     writeln!(
         o.md,
         "{workers} compute threads in a separate process (the seeds' load was a kernel build) \
-         fill the CPUs; a producer stores every ~50 µs and a waiter waits for each store. Throughput is relative to the workers alone (measured before \
-         and after: {:.1} % apart, which is this run's noise).\n",
-        (base1 - base2).abs() / base * 100.0
+         fill the CPUs; a producer stores every ~50 µs and a waiter waits for each store. \
+         Throughput is relative to the workers alone in the same round (the workers alone \
+         ranged over {base_spread:.1} % of their median across rounds: this run's noise).\n"
     )
     .unwrap();
-    writeln!(o.md, "| impl | worker throughput ratio | waiter CPU | wake p50 ns |\n| --- | ---: | ---: | ---: |").unwrap();
-    for (n, t, c, w) in &inter {
-        let ratio = t / base;
-        writeln!(o.md, "| {n} | {ratio:.3} | {c:.3} | {w:.0} |").unwrap();
+    writeln!(o.md, "| impl | worker throughput ratio | its range across rounds | waiter CPU | wake p50 ns | its range |\n| --- | ---: | ---: | ---: | ---: | ---: |").unwrap();
+    for ((t, c), w) in inter_thr.iter().zip(&inter_cpu).zip(&inter_wake) {
+        writeln!(
+            o.md,
+            "| {} | {:.3} | {} | {:.3} | {:.0} | {} |",
+            t.name,
+            t.median(),
+            t.range(3),
+            c.median(),
+            w.median(),
+            w.range(0)
+        )
+        .unwrap();
         o.json.push(format!(
-            "{{\"bench\": \"interference\", \"impl\": \"{n}\", \"throughput_ratio\": {}, \"waiter_cpu\": {}, \"wake_p50_ns\": {}}}",
-            num(ratio), num(*c), num(*w)
+            "{{\"bench\": \"interference\", \"impl\": \"{}\", \"throughput_ratio\": {}, \"waiter_cpu\": {}, \"wake_p50_ns\": {}, \"rounds\": {rounds}}}",
+            t.name, num(t.median()), num(c.median()), num(w.median())
         ));
     }
     writeln!(o.md).unwrap();
@@ -290,13 +429,7 @@ fn main() {
     }
     writeln!(o.md).unwrap();
 
-    // Targets.
-    let get = |v: &[(String, Stats, f64)], n: &str| {
-        v.iter()
-            .find(|x| x.0 == n)
-            .map(|x| x.1.p50)
-            .unwrap_or(f64::NAN)
-    };
+    // Targets: latency, CPU and interference ones on per-round paired ratios.
     let nget = |n: &str| {
         notify
             .iter()
@@ -304,35 +437,18 @@ fn main() {
             .map(|x| x.1)
             .unwrap_or(f64::NAN)
     };
-    let lget = |n: &str| {
-        long.iter()
-            .find(|x| x.0 == n)
-            .map(|x| x.1)
-            .unwrap_or(f64::NAN)
-    };
-    let iget = |n: &str| {
-        inter
-            .iter()
-            .find(|x| x.0 == n)
-            .map(|x| (x.1 / base, x.3))
-            .unwrap_or((f64::NAN, f64::NAN))
-    };
     let bget = |n: &str| {
         bar.iter()
             .find(|x| x.0 == n)
             .map(|x| x.1)
             .unwrap_or(f64::NAN)
     };
-    let (wi, fi) = (iget("waitcell"), iget("futex"));
     let targets: Vec<(String, bool)> = vec![
-        (
-            format!(
-                "pingpong p50 <= 1.1x pause: {:.0} vs {:.0} ns ({:.2}x)",
-                get(&pp, "waitcell"),
-                get(&pp, "pause"),
-                get(&pp, "waitcell") / get(&pp, "pause")
-            ),
-            get(&pp, "waitcell") <= 1.1 * get(&pp, "pause"),
+        ratio_target(
+            "pingpong p50 <= 1.1x pause",
+            row(&pp, "waitcell"),
+            row(&pp, "pause"),
+            |m| m <= 1.1,
         ),
         (
             format!("notify <= 5 ns: {:.2} ns", nget("waitcell")),
@@ -347,36 +463,29 @@ fn main() {
             nget("atomic-wait") >= 45.0 * nget("waitcell")
                 && nget("std-condvar") >= 45.0 * nget("waitcell"),
         ),
-        (
-            format!(
-                "interference throughput >= 0.98x futex's: {:.3} vs {:.3}",
-                wi.0, fi.0
-            ),
-            wi.0 >= 0.98 * fi.0,
+        ratio_target(
+            "interference throughput >= 0.98x futex's",
+            row(&inter_thr, "waitcell"),
+            row(&inter_thr, "futex"),
+            |m| m >= 0.98,
         ),
-        (
-            format!(
-                "interference wake p50 <= futex's: {:.0} vs {:.0} ns",
-                wi.1, fi.1
-            ),
-            wi.1 <= fi.1,
+        ratio_target(
+            "interference wake p50 <= futex's",
+            row(&inter_wake, "waitcell"),
+            row(&inter_wake, "futex"),
+            |m| m <= 1.0,
         ),
-        (
-            format!(
-                "same_cpu p50 <= 1.2x futex: {:.0} vs {:.0} ns ({:.2}x)",
-                get(&same, "waitcell"),
-                get(&same, "futex"),
-                get(&same, "waitcell") / get(&same, "futex")
-            ),
-            get(&same, "waitcell") <= 1.2 * get(&same, "futex"),
+        ratio_target(
+            "same_cpu p50 <= 1.2x futex",
+            row(&same, "waitcell"),
+            row(&same, "futex"),
+            |m| m <= 1.2,
         ),
-        (
-            format!(
-                "long_wait waiter CPU <= 1.2x futex: {:.4} vs {:.4}",
-                lget("waitcell"),
-                lget("futex")
-            ),
-            lget("waitcell") <= 1.2 * lget("futex"),
+        ratio_target(
+            "long_wait waiter CPU <= 1.2x futex",
+            row(&long_cpu, "waitcell"),
+            row(&long_cpu, "futex"),
+            |m| m <= 1.2,
         ),
         (
             format!(
