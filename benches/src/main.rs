@@ -31,7 +31,7 @@ impl Budgets {
             long_wait: Duration::from_millis(800) * scale,
             interference: Duration::from_millis(800) * scale,
             barrier_episodes: 25_000 * scale,
-            rounds: if scale == 1 { 3 } else { 5 },
+            rounds: if scale == 1 { 5 } else { 9 },
         }
     }
 }

@@ -62,6 +62,10 @@ pub(crate) struct Adaptive {
     probe_every: AtomicU32,
     /// The CPU the last waiter to park went to sleep on.
     parked_cpu: AtomicU32,
+    /// 1 while the last spin of the ladder caught the change (and no wait parked
+    /// since): the next wait may then spin a first round inline, see
+    /// [`Adaptive::quick_spin_ok`].
+    caught: AtomicU32,
 }
 
 impl Adaptive {
@@ -71,6 +75,7 @@ impl Adaptive {
             skips: AtomicU32::new(0),
             probe_every: AtomicU32::new(PROBE_MIN),
             parked_cpu: AtomicU32::new(u32::MAX),
+            caught: AtomicU32::new(0),
         }
     }
 
@@ -92,6 +97,24 @@ impl Adaptive {
         } else {
             self.skips.store(left - 1, Relaxed);
             0
+        }
+    }
+
+    /// Whether a wait may spin one round inline, before the ladder: the last spin
+    /// of the ladder on this cell caught the change, no wait has parked since, and
+    /// the last reading of the run queue did not show the CPUs oversubscribed. Two
+    /// loads, no clock.
+    #[inline(always)]
+    pub(crate) fn quick_spin_ok(&self) -> bool {
+        self.caught.load(Relaxed) != 0 && spinning_could_help()
+    }
+
+    /// Notes whether the ladder's spin caught the change (`false` also when a wait
+    /// parks). Stores only on a change.
+    #[inline]
+    pub(crate) fn note_caught(&self, caught: bool) {
+        if (self.caught.load(Relaxed) != 0) != caught {
+            self.caught.store(u32::from(caught), Relaxed);
         }
     }
 
@@ -288,6 +311,16 @@ fn oversubscribed(cpus: usize, now: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_inline_spin_follows_the_last_ladder_spin() {
+        let a = Adaptive::new();
+        assert!(!a.quick_spin_ok(), "nothing caught yet");
+        a.note_caught(true);
+        assert_eq!(a.quick_spin_ok(), spinning_could_help());
+        a.note_caught(false);
+        assert!(!a.quick_spin_ok(), "a failed spin or a park turns it off");
+    }
 
     #[test]
     fn one_busy_reading_does_not_stop_the_spinning() {

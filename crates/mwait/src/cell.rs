@@ -108,13 +108,23 @@ use crate::backend::futex::{self, Parked};
 use crate::backend::{spin, HardwareWait, HwWake};
 use crate::clock::{self, now_ns};
 use crate::policy::{Resolved, WaitPolicy};
-use crate::primitive::{compiler_fence, fence, loom_sc_fence, yield_now, AtomicU32, Ordering};
+use crate::primitive::{
+    compiler_fence, fence, loom_sc_fence, spin_hint, yield_now, AtomicU32, Ordering,
+};
 use std::fmt;
 use std::time::{Duration, Instant};
 
 /// Length of one spin round of a waiter that never parks (`WaitPolicy::park(false)`
 /// or the spin backend), between two `sched_yield` calls.
 const NO_PARK_SPIN_ROUND_NS: u64 = 50_000;
+
+/// Loads (each after a pause) of the inline spin round before the ladder: one round
+/// of the spin tier. One under loom, which needs only to see the path.
+const QUICK_SPIN_LOADS: u32 = if cfg!(loom) {
+    1
+} else {
+    2 * spin::LOADS_PER_CLOCK_READ
+};
 
 /// Bits of `state` that count parked (futex) waiters.
 const PARKED_MASK: u32 = 0x1fff_ffff;
@@ -605,7 +615,31 @@ impl WaitCell {
         if pred(v) {
             return v;
         }
+        if let Some(v) = self.quick_spin(&mut pred, policy) {
+            return v;
+        }
         self.wait_slow(&mut pred, None, policy).value()
+    }
+
+    /// One round of the spin tier inline, in the caller's frame, on a cell whose
+    /// last spin caught the change: a partner that answers within a few hundred ns
+    /// (a ping-pong between nearby cores) is then seen without entering the ladder
+    /// at all, whose call, policy resolution and bookkeeping sat on the round trip
+    /// (10–20 ns per wait on the 2-vCPU VM's fast core pairs). At most
+    /// `QUICK_SPIN_LOADS` pauses; the ladder's own budget starts after them.
+    #[inline(always)]
+    fn quick_spin(&self, pred: &mut impl FnMut(u32) -> bool, policy: &WaitPolicy) -> Option<u32> {
+        if !(policy.allows_quick_spin() && self.waiters.adapt.quick_spin_ok()) {
+            return None;
+        }
+        for _ in 0..QUICK_SPIN_LOADS {
+            spin_hint();
+            let v = self.line.value.load(Ordering::Acquire);
+            if pred(v) {
+                return Some(v);
+            }
+        }
+        None
     }
 
     /// Blocks while the value equals `old`; returns the new value.
@@ -705,6 +739,9 @@ impl WaitCell {
         if pred(v) {
             return WaitResult::Ready(v);
         }
+        if let Some(v) = self.quick_spin(&mut pred, policy) {
+            return WaitResult::Ready(v);
+        }
         self.wait_slow(&mut pred, Some(deadline_ns), policy)
     }
 
@@ -770,6 +807,9 @@ impl WaitCell {
                         pol.spin_pause,
                     );
                 }
+            }
+            if spun && pol.adaptive {
+                self.waiters.adapt.note_caught(hit.is_some());
             }
             if spun && pol.adaptive && handoff {
                 self.waiters.adapt.record_handoff_spin(hit.is_some());
@@ -873,6 +913,7 @@ impl WaitCell {
     ) -> Result<u32, Parked> {
         let word = &self.line.value;
         self.waiters.adapt.note_parking();
+        self.waiters.adapt.note_caught(false);
         let old = self.line.state.fetch_add(1, Ordering::SeqCst); // (3)
         loom_sc_fence();
         if old & FENCED == 0 {

@@ -231,6 +231,15 @@ impl WaitPolicy {
     }
 
     /// Turns the policy into the numbers one wait uses.
+    /// Whether this policy lets a wait spin at all before the ladder runs: not with
+    /// a zero spin budget, nor on the futex ladder (which spins only when asked).
+    #[inline(always)]
+    pub(crate) const fn allows_quick_spin(&self) -> bool {
+        !matches!(self.spin, Budget::Fixed(0))
+            && !matches!(self.backend, Some(Backend::Futex))
+            && self.adaptive
+    }
+
     pub(crate) fn resolve(&self) -> Resolved {
         let sel = selection();
         let (backend, hw) = match self.backend {
@@ -713,5 +722,24 @@ fn backend_hw(b: Backend) -> Option<HwTier> {
             Err(backend::HwError::Demoted(_)) => None,
             Err(e) => panic!("mwait: WaitPolicy::backend({b}): {e}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_inline_spin_respects_policies_that_do_not_spin() {
+        assert!(WaitPolicy::new().allows_quick_spin());
+        assert!(!WaitPolicy::new().spin(Duration::ZERO).allows_quick_spin());
+        assert!(!WaitPolicy::new()
+            .backend(Backend::Futex)
+            .allows_quick_spin());
+        // A fixed budget turns the adaptation, which decides the inline spin, off.
+        assert!(!WaitPolicy::new()
+            .spin(Duration::from_micros(3))
+            .allows_quick_spin());
+        assert!(!WaitPolicy::new().adaptive(false).allows_quick_spin());
     }
 }
