@@ -559,17 +559,19 @@ impl WaitCell {
             }
         }
         if state & PARKED_MASK != 0 {
-            // Remember the hand-off (the answer we may wait for next comes after the
-            // partner's wake-up), unless the partner shares our CPU.
-            if !self.waiters.adapt.waking_on_same_cpu() {
-                crate::adapt::note_woke();
-            }
             #[cfg(not(loom))]
             futex::wake(&self.line.value, n, self.waiters.shared);
             #[cfg(loom)]
             {
                 let _ = n;
                 self.waiters.park.wake();
+            }
+            // Remember the hand-off (the answer we may wait for next comes after the
+            // partner's wake-up), unless the partner shares our CPU. After the wake,
+            // not before: this bookkeeping (the CPU number, the cell's score) is not
+            // on the woken waiter's path then.
+            if !self.waiters.adapt.waking_on_same_cpu() {
+                crate::adapt::note_woke();
             }
         }
         if state & ASYNC_REGISTERED != 0 {
