@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Scale of every budget: 1 in quick mode, [`FULL_SCALE`] otherwise.
-const FULL_SCALE: u32 = 4;
+const FULL_SCALE: u32 = 6;
 
 struct Budgets {
     pingpong: Duration,
@@ -31,7 +31,7 @@ impl Budgets {
             long_wait: Duration::from_millis(800) * scale,
             interference: Duration::from_millis(800) * scale,
             barrier_episodes: 25_000 * scale,
-            rounds: if scale == 1 { 5 } else { 9 },
+            rounds: if scale == 1 { 5 } else { 13 },
         }
     }
 }
