@@ -30,6 +30,18 @@ fn check(ok: bool, name: &str) -> bool {
     ok
 }
 
+/// A store from another thread, 20 ms later, ends a wait on `cell` (which must
+/// hold 0).
+fn wake_on_store(cell: &WaitCell, name: &str) -> bool {
+    thread::scope(|s| {
+        s.spawn(|| {
+            thread::sleep(Duration::from_millis(20));
+            cell.store(1);
+        });
+        check(cell.wait_until(|v| v != 0) == 1, name)
+    })
+}
+
 /// Kernel waits of this process that ended for `reason`, if counted.
 #[cfg(feature = "counters")]
 fn returns(reason: u32) -> Option<u64> {
@@ -194,17 +206,7 @@ fn no_mwait() -> ! {
         ),
         "no-mwait: forced past CPUID, refused because the module says so",
     );
-    let cell = Arc::new(WaitCell::new(0));
-    let c = cell.clone();
-    let t = thread::spawn(move || {
-        thread::sleep(Duration::from_millis(20));
-        c.store(1);
-    });
-    all &= check(
-        cell.wait_until(|v| v != 0) == 1,
-        "no-mwait: wake on store across threads",
-    );
-    t.join().unwrap();
+    all &= wake_on_store(&WaitCell::new(0), "no-mwait: wake on store across threads");
     std::process::exit(if all { 0 } else { 1 });
 }
 
@@ -229,17 +231,8 @@ fn main() {
         "built with the kernel-return counters",
     );
 
-    let cell = Arc::new(WaitCell::new(0));
-    let c = cell.clone();
-    let t = thread::spawn(move || {
-        thread::sleep(Duration::from_millis(20));
-        c.store(1);
-    });
-    all &= check(
-        cell.wait_until(|v| v != 0) == 1,
-        "wake on store across threads",
-    );
-    t.join().unwrap();
+    let cell = WaitCell::new(0);
+    all &= wake_on_store(&cell, "wake on store across threads");
 
     let t0 = Instant::now();
     let r = cell.wait_until_timeout(|v| v == 99, DEADLINE);
