@@ -182,7 +182,7 @@ fn child_refuses(env: &[(&str, &str)], want: &str) -> bool {
     cmd.status().is_ok_and(|st| st.success())
 }
 
-/// The guest whose CPU has no MONITOR/MWAIT (CPUID.1:ECX[3] cleared), with the
+/// The guest whose CPU has no MONITOR/MWAIT (`CPUID.1:ECX[3]` cleared), with the
 /// module loaded: the crate must not pick the kernel tier, must refuse it when
 /// asked for it (with the CPUID bit), must refuse it when forced past CPUID
 /// (the module says MWAIT is not usable), and must still wait correctly.
