@@ -628,7 +628,8 @@ impl WaitCell {
     /// (a ping-pong between nearby cores) is then seen without entering the ladder
     /// at all, whose call, policy resolution and bookkeeping sat on the round trip
     /// (10–20 ns per wait on the 2-vCPU VM's fast core pairs). At most
-    /// `QUICK_SPIN_LOADS` pauses; the ladder's own budget starts after them.
+    /// `QUICK_SPIN_LOADS` pauses; the ladder's own budget starts after them. Untimed
+    /// waits only.
     #[inline(always)]
     fn quick_spin(&self, pred: &mut impl FnMut(u32) -> bool, policy: &WaitPolicy) -> Option<u32> {
         if !(policy.allows_quick_spin() && self.waiters.adapt.quick_spin_ok()) {
@@ -741,9 +742,8 @@ impl WaitCell {
         if pred(v) {
             return WaitResult::Ready(v);
         }
-        if let Some(v) = self.quick_spin(&mut pred, policy) {
-            return WaitResult::Ready(v);
-        }
+        // No inline round here: it does not read the clock, and a timed wait keeps
+        // the ladder's bound on how far it may run past its deadline (one round).
         self.wait_slow(&mut pred, Some(deadline_ns), policy)
     }
 
