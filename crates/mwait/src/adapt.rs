@@ -63,7 +63,7 @@ pub(crate) struct Adaptive {
     /// The CPU the last waiter to park went to sleep on.
     parked_cpu: AtomicU32,
     /// 1 while the last spin of the ladder caught the change (and no wait parked
-    /// since): the next wait may then spin a first round inline, see
+    /// since): the next untimed wait may then spin its first loads inline, see
     /// [`Adaptive::quick_spin_ok`].
     caught: AtomicU32,
 }
@@ -100,7 +100,7 @@ impl Adaptive {
         }
     }
 
-    /// Whether a wait may spin one round inline, before the ladder: the last spin
+    /// Whether a wait may spin its first loads inline, before the ladder: the last spin
     /// of the ladder on this cell caught the change, no wait has parked since, and
     /// the last reading of the run queue did not show the CPUs oversubscribed. Two
     /// loads, no clock.

@@ -812,12 +812,13 @@ impl WaitCell {
                 }
             }
             if spun && pol.adaptive {
-                self.waiters.adapt.note_caught(hit.is_some());
-            }
-            if spun && pol.adaptive && handoff {
-                self.waiters.adapt.record_handoff_spin(hit.is_some());
-            } else if spun && pol.adaptive {
-                self.waiters.adapt.record_spin(hit.is_some());
+                let adapt = &self.waiters.adapt;
+                adapt.note_caught(hit.is_some());
+                if handoff {
+                    adapt.record_handoff_spin(hit.is_some());
+                } else {
+                    adapt.record_spin(hit.is_some());
+                }
             }
             if let Some(v) = hit {
                 return WaitResult::Ready(v);

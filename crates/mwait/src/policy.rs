@@ -230,8 +230,10 @@ impl WaitPolicy {
         self.backend
     }
 
-    /// Whether this policy lets a wait spin at all before the ladder runs: not with
-    /// a zero spin budget, nor on the futex ladder (which spins only when asked).
+    /// Whether this policy lets a wait spin before the ladder runs: only with the
+    /// adaptive spin on (a fixed budget turns it off: the inline spin is part of the
+    /// adaptation), not with a zero spin budget, nor on the futex ladder (which spins
+    /// only when asked).
     #[inline(always)]
     pub(crate) const fn allows_quick_spin(&self) -> bool {
         !matches!(self.spin, Budget::Fixed(0))

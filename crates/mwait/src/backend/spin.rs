@@ -29,8 +29,9 @@ pub(crate) fn spin_until(
     until_ns: u64,
     pause: Option<SpinPause>,
 ) -> Option<u32> {
+    let ticks = tpause_ticks(pause);
     loop {
-        if let Some(v) = spin_round(word, pred, pause) {
+        if let Some(v) = round(word, pred, pause, ticks) {
             return Some(v);
         }
         if now_ns() >= until_ns {
@@ -47,8 +48,31 @@ pub(crate) fn spin_round(
     pred: &mut dyn FnMut(u32) -> bool,
     pause: Option<SpinPause>,
 ) -> Option<u32> {
+    round(word, pred, pause, tpause_ticks(pause))
+}
+
+/// The length of one TPAUSE in TSC ticks, where the spin pauses with TPAUSE;
+/// worked out once per spin, not once per round.
+#[inline]
+fn tpause_ticks(pause: Option<SpinPause>) -> Option<u64> {
     #[cfg(all(target_arch = "x86_64", not(loom)))]
-    let tpause_ticks = pause.map(|_| crate::tsc::ns_to_ticks(TPAUSE_NS));
+    {
+        pause.map(|_| crate::tsc::ns_to_ticks(TPAUSE_NS))
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    {
+        let _ = pause;
+        None
+    }
+}
+
+#[inline]
+fn round(
+    word: &AtomicU32,
+    pred: &mut dyn FnMut(u32) -> bool,
+    pause: Option<SpinPause>,
+    tpause_ticks: Option<u64>,
+) -> Option<u32> {
     for _ in 0..LOADS_PER_CLOCK_READ {
         let v = word.load(Ordering::Acquire);
         if pred(v) {
@@ -61,7 +85,7 @@ pub(crate) fn spin_round(
             continue;
         }
         #[cfg(not(all(target_arch = "x86_64", not(loom))))]
-        let _ = pause;
+        let _ = (pause, tpause_ticks);
         spin_hint();
         #[cfg(loom)]
         break;
