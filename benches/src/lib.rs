@@ -104,15 +104,21 @@ pub fn median(v: &[f64]) -> f64 {
     }
 }
 
+/// The smallest and largest of `v` (NaN, NaN if empty).
+pub fn min_max(v: &[f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (lo, hi)
+}
+
 /// Per-round ratios `a[k] / b[k]` of two implementations measured in the same
 /// rounds: (median, smallest, largest).
 pub fn paired_ratio(a: &[f64], b: &[f64]) -> (f64, f64, f64) {
     let r: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
-    let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if r.is_empty() {
-        return (f64::NAN, f64::NAN, f64::NAN);
-    }
+    let (lo, hi) = min_max(&r);
     (median(&r), lo, hi)
 }
 

@@ -4,7 +4,7 @@
 
 use mwait_benches::impls;
 use mwait_benches::scenarios::{self, Placement};
-use mwait_benches::{median, paired_ratio, round_order, stats};
+use mwait_benches::{median, min_max, paired_ratio, round_order, stats};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,14 +57,21 @@ impl Row {
 
     /// "lo–hi" of the per-round values, the spread the median hides.
     fn range(&self, digits: usize) -> String {
-        let lo = self.per_round.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = self
-            .per_round
-            .iter()
-            .copied()
-            .fold(f64::NEG_INFINITY, f64::max);
+        let (lo, hi) = min_max(&self.per_round);
         format!("{lo:.digits$}–{hi:.digits$}")
     }
+}
+
+/// One row per implementation from its per-round values (`per_round[i]` belongs
+/// to `all[i]`).
+fn rows(all: &[(String, impls::Make)], per_round: Vec<Vec<f64>>) -> Vec<Row> {
+    all.iter()
+        .zip(per_round)
+        .map(|((name, _), per_round)| Row {
+            name: name.clone(),
+            per_round,
+        })
+        .collect()
 }
 
 /// The row named `name` (empty if the scenario did not run).
@@ -262,16 +269,8 @@ fn main() {
                 wake[i].push(stats(&mut p.wake_ns).p50);
             }
         }
-        for (((name, _), c), w) in all.iter().zip(cpu).zip(wake) {
-            long_cpu.push(Row {
-                name: name.clone(),
-                per_round: c,
-            });
-            long_wake.push(Row {
-                name: name.clone(),
-                per_round: w,
-            });
-        }
+        long_cpu = rows(&all, cpu);
+        long_wake = rows(&all, wake);
     }
     writeln!(o.md, "## A store every ~1 ms (`long_wait`)\n").unwrap();
     writeln!(
@@ -330,23 +329,11 @@ fn main() {
             }
             base.push(round_base);
         }
-        let lo = base.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = base.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let (lo, hi) = min_max(&base);
         base_spread = (hi - lo) / median(&base) * 100.0;
-        for (i, (name, _)) in all.iter().enumerate() {
-            inter_thr.push(Row {
-                name: name.clone(),
-                per_round: thr[i].clone(),
-            });
-            inter_cpu.push(Row {
-                name: name.clone(),
-                per_round: cpu[i].clone(),
-            });
-            inter_wake.push(Row {
-                name: name.clone(),
-                per_round: wake[i].clone(),
-            });
-        }
+        inter_thr = rows(&all, thr);
+        inter_cpu = rows(&all, cpu);
+        inter_wake = rows(&all, wake);
     }
     writeln!(
         o.md,
