@@ -8,6 +8,7 @@ set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=${WORK:-/tmp/mwait-checkpatch}
 mkdir -p "$work"
+work=$(cd "$work" && pwd)	# the script changes directory below
 cd "$work"
 src=$(apt-cache depends linux-source |
 	sed -n 's/.*Depends: \(linux-source-[0-9.]*\)$/\1/p' | head -n 1)

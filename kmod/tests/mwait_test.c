@@ -82,11 +82,15 @@ static int wait_changed(uint32_t *p, uint32_t exp)
 }
 
 
-/* A wait on `p` (which nobody changes) through `wfd`, run on another thread. */
+/*
+ * A wait on `p` (which nobody changes) through `wfd`, run on another thread.
+ * With `hold`, it waits again after every RESCHED, until its deadline.
+ */
 struct bg_wait {
 	int wfd;
 	uint32_t *p;
 	uint64_t rel;
+	int hold;
 	int r, err;
 	struct mwait_wait w;
 };
@@ -96,7 +100,9 @@ static void *bg_waiter(void *arg)
 	struct bg_wait *b = arg;
 
 	prep(&b->w, b->p, *b->p, b->rel);
-	b->r = ioctl(b->wfd, MWAIT_IOC_WAIT, &b->w);
+	do {
+		b->r = ioctl(b->wfd, MWAIT_IOC_WAIT, &b->w);
+	} while (b->hold && !b->r && b->w.reason == MWAIT_REASON_RESCHED);
 	b->err = errno;
 	return NULL;
 }
@@ -120,19 +126,6 @@ static long pinned_pages(void)
 		fclose(f);
 	}
 	return n;
-}
-
-/* Waits on `p` (which nobody changes) until the deadline, through RESCHEDs. */
-static void *holder(void *arg)
-{
-	struct bg_wait *b = arg;
-
-	prep(&b->w, b->p, *b->p, b->rel);
-	do {
-		b->r = ioctl(b->wfd, MWAIT_IOC_WAIT, &b->w);
-	} while (!b->r && b->w.reason == MWAIT_REASON_RESCHED);
-	b->err = errno;
-	return NULL;
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
@@ -407,10 +400,11 @@ int main(int argc, char **argv)
 		 * The pin counter itself is tested: a wait in flight must show
 		 * up as one pinned page, and it must be gone once it returns.
 		 */
-		struct bg_wait b = { .wfd = fd, .p = &cell, .rel = 100 * MS };
+		struct bg_wait b = { .wfd = fd, .p = &cell, .rel = 100 * MS,
+				     .hold = 1 };
 		long n, most = 0, before = pinned_pages();
 
-		pthread_create(&t, NULL, holder, &b);
+		pthread_create(&t, NULL, bg_waiter, &b);
 		for (int i = 0; i < 50; i++) {
 			usleep(1000);
 			n = pinned_pages();

@@ -53,6 +53,37 @@ fn returns(_reason: u32) -> Option<u64> {
     None
 }
 
+/// The count of kernel-wait returns for one reason since a starting point: the
+/// proof that a wait left the kernel that way (always given without counters).
+struct Returns {
+    reason: u32,
+    what: &'static str,
+    before: Option<u64>,
+}
+
+impl Returns {
+    fn since_now(reason: u32, what: &'static str) -> Returns {
+        Returns {
+            reason,
+            what,
+            before: returns(reason),
+        }
+    }
+
+    /// Whether a counted return is still missing (never, without counters).
+    fn missing(&self) -> bool {
+        self.before.is_some() && returns(self.reason) <= self.before
+    }
+
+    /// "`N` `what` returns", or "not counted".
+    fn describe(&self) -> String {
+        match (self.before, returns(self.reason)) {
+            (Some(b), Some(a)) => format!("{} {} returns", a - b, self.what),
+            _ => "not counted".into(),
+        }
+    }
+}
+
 /// A policy that stays in the kernel tier (no spin, no adaptation, a long
 /// hardware budget), so that what ends a wait is the kernel's reason.
 fn kernel_only() -> WaitPolicy {
@@ -79,7 +110,7 @@ fn signal_interrupts_a_kernel_wait() -> bool {
     if !ok {
         return check(false, "sigaction");
     }
-    let before = returns(mwait_sys::MWAIT_REASON_SIGNAL);
+    let signals = Returns::since_now(mwait_sys::MWAIT_REASON_SIGNAL, "signal");
     let cell = Arc::new(WaitCell::new(0));
     let c = cell.clone();
     let waiter = thread::spawn(move || {
@@ -95,8 +126,7 @@ fn signal_interrupts_a_kernel_wait() -> bool {
         }
     });
     let t0 = Instant::now();
-    let proved = || returns(mwait_sys::MWAIT_REASON_SIGNAL) > before;
-    while before.is_some() && !proved() && t0.elapsed() < PROOF_LIMIT {
+    while signals.missing() && t0.elapsed() < PROOF_LIMIT {
         // SAFETY: the waiter thread is alive (it returns only after the store
         // below) and SIGUSR1 has a handler.
         unsafe { libc::pthread_kill(waiter.as_pthread_t(), libc::SIGUSR1) };
@@ -104,13 +134,12 @@ fn signal_interrupts_a_kernel_wait() -> bool {
     }
     cell.store(1);
     let v = waiter.join().unwrap();
-    let counted = match (before, returns(mwait_sys::MWAIT_REASON_SIGNAL)) {
-        (Some(b), Some(a)) => format!("{} signal returns", a - b),
-        _ => "not counted".into(),
-    };
     check(
-        v == 1 && (before.is_none() || proved()),
-        &format!("a signal interrupts a kernel wait, the wait completes ({counted})"),
+        v == 1 && !signals.missing(),
+        &format!(
+            "a signal interrupts a kernel wait, the wait completes ({})",
+            signals.describe()
+        ),
     )
 }
 
@@ -120,7 +149,7 @@ fn signal_interrupts_a_kernel_wait() -> bool {
 fn resched_when_oversubscribed() -> bool {
     let cpus = thread::available_parallelism().map_or(2, |n| n.get());
     let n = 4 * cpus;
-    let before = returns(mwait_sys::MWAIT_REASON_RESCHED);
+    let rescheds = Returns::since_now(mwait_sys::MWAIT_REASON_RESCHED, "resched");
     let cells: Arc<Vec<WaitCell>> = Arc::new((0..n).map(|_| WaitCell::new(0)).collect());
     let go = Arc::new(AtomicBool::new(false));
     let hs: Vec<_> = (0..n)
@@ -136,22 +165,20 @@ fn resched_when_oversubscribed() -> bool {
         .collect();
     go.store(true, Ordering::Release);
     let t0 = Instant::now();
-    let proved = || returns(mwait_sys::MWAIT_REASON_RESCHED) > before;
     thread::sleep(Duration::from_millis(200));
-    while before.is_some() && !proved() && t0.elapsed() < PROOF_LIMIT {
+    while rescheds.missing() && t0.elapsed() < PROOF_LIMIT {
         thread::sleep(Duration::from_millis(10));
     }
     for c in cells.iter() {
         c.store(1);
     }
     let all = hs.into_iter().all(|h| h.join().unwrap() == 1);
-    let counted = match (before, returns(mwait_sys::MWAIT_REASON_RESCHED)) {
-        (Some(b), Some(a)) => format!("{} resched returns", a - b),
-        _ => "not counted".into(),
-    };
     check(
-        all && (before.is_none() || proved()),
-        &format!("{n} kernel waiters on {cpus} CPUs give the CPUs back ({counted})"),
+        all && !rescheds.missing(),
+        &format!(
+            "{n} kernel waiters on {cpus} CPUs give the CPUs back ({})",
+            rescheds.describe()
+        ),
     )
 }
 
