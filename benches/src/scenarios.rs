@@ -203,6 +203,18 @@ pub struct SlowProducer {
 
 /// A producer that sleeps `gap` between stores and a waiter that waits for each.
 pub fn slow_producer(make: Make, gap: Duration, duration: Duration) -> SlowProducer {
+    slow_producer_pinned(make, gap, duration, None)
+}
+
+/// [`slow_producer`] with the producer (the calling thread) and the waiter pinned
+/// to the CPUs `(producer, waiter)`, for experiments that take the scheduler's
+/// choice of CPU out of a wake-up latency.
+pub fn slow_producer_pinned(
+    make: Make,
+    gap: Duration,
+    duration: Duration,
+    pins: Option<(usize, usize)>,
+) -> SlowProducer {
     let sig: Arc<dyn Signal> = Arc::from(make());
     let stamp = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
@@ -210,6 +222,9 @@ pub fn slow_producer(make: Make, gap: Duration, duration: Duration) -> SlowProdu
     let waiter = {
         let (sig, stamp, stop) = (sig.clone(), stamp.clone(), stop.clone());
         thread::spawn(move || {
+            if let Some((_, cpu)) = pins {
+                pin_to_cpu(cpu);
+            }
             let cpu0 = thread_cpu_time();
             let t0 = Instant::now();
             let mut wake = Vec::new();
@@ -229,6 +244,9 @@ pub fn slow_producer(make: Make, gap: Duration, duration: Duration) -> SlowProdu
             }
         })
     };
+    if let Some((cpu, _)) = pins {
+        pin_to_cpu(cpu);
+    }
     let end = Instant::now() + duration;
     let mut i = 0u32;
     while Instant::now() < end {
@@ -239,6 +257,9 @@ pub fn slow_producer(make: Make, gap: Duration, duration: Duration) -> SlowProdu
     }
     stop.store(true, Ordering::Release);
     sig.set(i.wrapping_add(1));
+    if pins.is_some() {
+        unpin();
+    }
     waiter.join().unwrap()
 }
 

@@ -781,8 +781,9 @@ impl WaitCell {
         // starts from the last reading of the run queue and spins its first round of
         // loads before it reads the clock at all: a partner that answers within a
         // few hundred ns (a ping-pong between nearby cores) is caught without the
-        // ~90 ns that the clock reads and the checks cost, which would otherwise sit
-        // on the round trip. The reading is refreshed right after that round, or here
+        // time that the clock reads and the checks cost (before this, 77 ns from the
+        // call to the first re-check: `mwait-experiments first-recheck`), which
+        // would otherwise sit on the round trip. The reading is refreshed right after that round, or here
         // when it says no, so that a "no" cannot stick.
         let mut can_help = !pol.adaptive
             || (spin_ns == 0 && !hw_wanted)

@@ -1,0 +1,136 @@
+//! `mwait-experiments <experiment>`: the one-off measurements behind the ladder's
+//! design notes in `docs/hardware-results.md`, kept runnable so that each quoted
+//! number has a command. Each prints medians and ratios measured in one run.
+//!
+//! - `first-recheck`: how long a wait takes from its call to its first re-check of
+//!   the value (a predicate that accepts on its second look), median of 20 batches.
+//! - `windows [SECONDS]`: 20-ms ping-pong windows alternating PAUSE and the default
+//!   WaitCell; counts the windows whose WaitCell round trip says "parked" (over
+//!   5 µs), and gives the median ratio over the windows on the fast core pair
+//!   (PAUSE under 300 ns). Run it beside a bursty process to see the run-queue
+//!   check: `sh -c 'while :; do sleep 0.003; done' &`.
+//! - `pinned-wake`: a producer storing every 50 µs and its waiter, beside compute
+//!   workers filling the CPUs, pinned to one CPU and then to two: wake p50 of the
+//!   hand-written futex and the default WaitCell, six alternating rounds each.
+//!
+//! To get the "before" side of a comparison, copy this file into a checkout of the
+//! earlier commit (it uses only the harness's public functions) and run it there.
+
+use mwait_benches::impls::{self, Make};
+use mwait_benches::scenarios::{self, Placement};
+use mwait_benches::{median, stats};
+use std::time::{Duration, Instant};
+
+fn make(name: &str) -> Make {
+    impls::all()
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, m)| m)
+        .unwrap_or_else(|| panic!("no mechanism named {name}"))
+}
+
+fn first_recheck() {
+    let cell = mwait::WaitCell::new(0);
+    let mut per_wait = Vec::new();
+    for _ in 0..20 {
+        let n = 200_000;
+        let t0 = Instant::now();
+        for _ in 0..n {
+            let mut looks = 0;
+            cell.wait_until(|_| {
+                looks += 1;
+                looks >= 2
+            });
+        }
+        per_wait.push(t0.elapsed().as_nanos() as f64 / f64::from(n));
+    }
+    println!(
+        "wait_until to its first re-check: median {:.1} ns per wait (20 batches of 200000)",
+        median(&per_wait)
+    );
+}
+
+fn windows(seconds: u64) {
+    const PARKED_NS: f64 = 5_000.0;
+    const FAST_PAUSE_NS: f64 = 300.0;
+    let (pause, cell) = (make("pause"), make("waitcell"));
+    let window = Duration::from_millis(20);
+    let (mut n, mut parked, mut fast_ratios) = (0, 0, Vec::new());
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(seconds) {
+        let p = stats(&mut scenarios::pingpong(
+            pause,
+            Placement::TwoCpus,
+            window,
+            200,
+        ))
+        .p50;
+        let w = stats(&mut scenarios::pingpong(
+            cell,
+            Placement::TwoCpus,
+            window,
+            200,
+        ))
+        .p50;
+        n += 1;
+        parked += usize::from(w > PARKED_NS);
+        if p < FAST_PAUSE_NS {
+            fast_ratios.push(w / p);
+        }
+    }
+    println!("{n} window pairs of 20 ms: waitcell parked (p50 > 5 us) in {parked}");
+    println!(
+        "fast core pair (pause p50 < 300 ns) in {} windows: waitcell/pause median {:.2}x",
+        fast_ratios.len(),
+        median(&fast_ratios)
+    );
+}
+
+fn pinned_wake() {
+    const ROUND: Duration = Duration::from_millis(300);
+    let workers = mwait_benches::usable_cpus();
+    for (label, pins) in [("one CPU", (0, 0)), ("two CPUs", (0, 1))] {
+        let mut p50 = [Vec::new(), Vec::new()];
+        for _ in 0..6 {
+            for (k, name) in ["futex", "waitcell"].into_iter().enumerate() {
+                let load = std::thread::spawn(move || {
+                    scenarios::compute_throughput_process(workers, ROUND)
+                });
+                let mut r = scenarios::slow_producer_pinned(
+                    make(name),
+                    Duration::from_micros(50),
+                    ROUND,
+                    Some(pins),
+                );
+                load.join().unwrap();
+                p50[k].push(stats(&mut r.wake_ns).p50);
+            }
+        }
+        let (f, w) = (median(&p50[0]), median(&p50[1]));
+        println!(
+            "pinned to {label}: wake p50 futex {f:.0} ns, waitcell {w:.0} ns ({:.3}x)",
+            w / f
+        );
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match args[..] {
+        [scenarios::COMPUTE_WORKER_ARG, threads, ms] => {
+            // The compute workers of `pinned-wake`, in a process of their own.
+            let d = Duration::from_millis(ms.parse().expect("milliseconds"));
+            let t = threads.parse().expect("thread count");
+            println!("{}", scenarios::compute_throughput(t, d));
+        }
+        ["first-recheck"] => first_recheck(),
+        ["windows"] => windows(30),
+        ["windows", s] => windows(s.parse().expect("seconds")),
+        ["pinned-wake"] => pinned_wake(),
+        _ => {
+            eprintln!("usage: mwait-experiments first-recheck | windows [SECONDS] | pinned-wake");
+            std::process::exit(2);
+        }
+    }
+}
