@@ -35,6 +35,14 @@ pub fn pin_to_cpu(cpu: usize) -> bool {
     }
 }
 
+/// The CPU the calling thread runs on (`usize::MAX` where unknown): 3 ns on the
+/// 2-vCPU VM (the vDSO), cheap enough to read beside a timed wake.
+pub fn current_cpu() -> usize {
+    // SAFETY: sched_getcpu takes no arguments and only reads the vDSO/rseq data.
+    let c = unsafe { libc::sched_getcpu() };
+    usize::try_from(c).unwrap_or(usize::MAX)
+}
+
 /// CPU time consumed by the calling thread so far (`CLOCK_THREAD_CPUTIME_ID`, the
 /// clock behind `RUSAGE_THREAD`, at ns resolution).
 pub fn thread_cpu_time() -> Duration {
@@ -122,6 +130,37 @@ pub fn paired_ratio(a: &[f64], b: &[f64]) -> (f64, f64, f64) {
     (median(&r), lo, hi)
 }
 
+/// Per-round ratios `a / b` taken only between measures made under the same
+/// condition: `a[k][c]` and `b[k][c]` are round `k`'s measures in condition `c` (NaN
+/// where that condition did not occur often enough in that round). Used for the
+/// wake latency of a parked waiter, which depends first on whether the scheduler
+/// woke it on the producer's CPU or another: a choice that is a coin toss per round
+/// and would otherwise decide a ratio between two mechanisms that park alike.
+pub fn matched_ratios<const C: usize>(a: &[[f64; C]], b: &[[f64; C]]) -> Vec<f64> {
+    a.iter()
+        .zip(b)
+        .flat_map(|(x, y)| x.iter().zip(y).map(|(x, y)| x / y))
+        .filter(|r| r.is_finite())
+        .collect()
+}
+
+/// One-sided sign test: the probability that at least `k` of `n` fair coin tosses
+/// come up heads. A small value (under 0.05, say) means that `k` of `n` paired
+/// rounds going one way is unlikely to be chance.
+pub fn sign_test_p(k: usize, n: usize) -> f64 {
+    // Sum of C(n, i) / 2^n for i >= k, with the binomial coefficients built up in
+    // floating point (n is a few dozen rounds at most).
+    let mut c = 1.0f64; // C(n, 0)
+    let mut tail = 0.0;
+    for i in 0..=n {
+        if i >= k {
+            tail += c;
+        }
+        c = c * (n - i) as f64 / (i + 1) as f64;
+    }
+    tail / 2f64.powi(n as i32)
+}
+
 /// Runs `f` repeatedly until `budget` has passed (at least once); returns the
 /// per-call samples in ns.
 pub fn sample_for(budget: Duration, max: usize, mut f: impl FnMut()) -> Vec<u64> {
@@ -156,6 +195,27 @@ mod tests {
         // Round 2 ran on a slower machine: both sides doubled, the ratio did not.
         let (m, lo, hi) = paired_ratio(&[110.0, 220.0, 100.0], &[100.0, 200.0, 100.0]);
         assert_eq!((m, lo, hi), (1.1, 1.0, 1.1));
+    }
+
+    #[test]
+    fn matched_ratios_compare_only_like_with_like() {
+        let nan = f64::NAN;
+        // Round 0: both woke on the other CPU. Round 1: `a` on the producer's CPU,
+        // `b` elsewhere: no pair. Round 2: both saw both placements.
+        let a = [[nan, 9.0], [2.5, nan], [2.0, 10.0]];
+        let b = [[nan, 10.0], [nan, 9.0], [2.5, 8.0]];
+        assert_eq!(matched_ratios(&a, &b), vec![0.9, 0.8, 1.25]);
+    }
+
+    #[test]
+    fn sign_test_tails() {
+        assert_eq!(sign_test_p(0, 5), 1.0);
+        assert_eq!(sign_test_p(5, 5), 1.0 / 32.0);
+        assert!((sign_test_p(4, 5) - 6.0 / 32.0).abs() < 1e-12);
+        assert!((sign_test_p(7, 10) - 176.0 / 1024.0).abs() < 1e-12);
+        assert_eq!(sign_test_p(6, 5), 0.0);
+        // 10 of 13 rounds one way is significant at 5 %, 9 of 13 is not.
+        assert!(sign_test_p(10, 13) < 0.05 && sign_test_p(9, 13) > 0.05);
     }
 
     #[test]
