@@ -17,6 +17,10 @@
 //!   wake p50, the share of wakes the scheduler placed on the producer's CPU, the
 //!   p50 of those and of the others, and the waiter's CPU. Shows that placement, not
 //!   the mechanism, decides a round's p50 (about 2.5 µs against 9 µs on the 2-vCPU VM).
+//! - `waiter-cpu GAP_US IMPL...`: a producer storing every `GAP_US` µs on an otherwise
+//!   idle machine (the `long_wait` scenario, shorter gaps for more wakes), ten rounds
+//!   of 500 ms visiting each named mechanism: the median over the rounds of the
+//!   waiter's CPU time per wake.
 //!
 //! To get the "before" side of a comparison, copy this file into a checkout of the
 //! earlier commit (it uses only the harness's public functions) and run it there.
@@ -138,6 +142,24 @@ fn interference_wake(names: &[&str], rounds: usize) {
     }
 }
 
+fn waiter_cpu(names: &[&str], gap_us: u64, rounds: usize) {
+    const ROUND: Duration = Duration::from_millis(500);
+    let mut per: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    for _ in 0..rounds {
+        for (k, name) in names.iter().enumerate() {
+            let r = scenarios::slow_producer(make(name), Duration::from_micros(gap_us), ROUND);
+            let wakes = r.wake_ns.len().max(1) as f64;
+            per[k].push(r.waiter_cpu * ROUND.as_nanos() as f64 / wakes);
+        }
+    }
+    for (k, name) in names.iter().enumerate() {
+        println!(
+            "{name}: waiter CPU per wake, median {:.0} ns",
+            median(&per[k])
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -152,6 +174,9 @@ fn main() {
         ["windows"] => windows(30),
         ["windows", s] => windows(s.parse().expect("seconds")),
         ["pinned-wake"] => pinned_wake(),
+        ["waiter-cpu", gap, ref names @ ..] if !names.is_empty() => {
+            waiter_cpu(names, gap.parse().expect("gap in µs"), 10)
+        }
         ["interference-wake", ref names @ ..] if !names.is_empty() => interference_wake(names, 8),
         _ => {
             eprintln!(
