@@ -87,7 +87,7 @@ fn row<'a>(rows: &'a [Row], name: &str) -> &'a [f64] {
 #[derive(Clone, Copy, PartialEq)]
 enum Verdict {
     Holds,
-    /// Past its bound, but by no more than chance explains (see [`wake_target`]).
+    /// Past its bound, but by no more than chance explains (see [`matched_target`]).
     Tie,
     Missed,
 }
