@@ -144,6 +144,17 @@ pub fn matched_ratios<const C: usize>(a: &[[f64; C]], b: &[[f64; C]]) -> Vec<f64
         .collect()
 }
 
+/// A round's single measure (a throughput) put in the slot of `matched_ratios` for
+/// the round's main placement: slot 0 when at least half of the wakes ran on the
+/// producer's CPU (`share`), slot 1 otherwise; NaN in the other slot.
+pub fn in_main_placement(value: f64, share: f64) -> [f64; 2] {
+    if share >= 0.5 {
+        [value, f64::NAN]
+    } else {
+        [f64::NAN, value]
+    }
+}
+
 /// One-sided sign test: the probability that at least `k` of `n` fair coin tosses
 /// come up heads. A small value (under 0.05, say) means that `k` of `n` paired
 /// rounds going one way is unlikely to be chance.

@@ -5,7 +5,8 @@
 use mwait_benches::impls;
 use mwait_benches::scenarios::{self, Placement};
 use mwait_benches::{
-    matched_ratios, median, min_max, paired_ratio, round_order, sign_test_p, stats,
+    in_main_placement, matched_ratios, median, min_max, paired_ratio, round_order, sign_test_p,
+    stats,
 };
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -380,7 +381,7 @@ fn main() {
     let mut placed: Vec<Vec<[f64; 2]>> = vec![Vec::new(); all.len()];
     let mut share: Vec<Vec<f64>> = vec![Vec::new(); all.len()];
     // A second futex pair in every round: futex against itself, the noise floor of
-    // the wake comparison.
+    // the wake and throughput comparisons.
     let futex_at = all.iter().position(|(name, _)| name == "futex");
     let mut futex_again: Vec<[f64; 2]> = Vec::new();
     let mut futex_again_thr: Vec<[f64; 2]> = Vec::new();
@@ -422,11 +423,7 @@ fn main() {
             }
             if futex_at.is_some() {
                 let t = again.0 / round_base;
-                futex_again_thr.push(if again.1 >= 0.5 {
-                    [t, f64::NAN]
-                } else {
-                    [f64::NAN, t]
-                });
+                futex_again_thr.push(in_main_placement(t, again.1));
             }
             base.push(round_base);
         }
@@ -502,13 +499,7 @@ fn main() {
         };
         t.iter()
             .zip(&share[i])
-            .map(|(&t, &sh)| {
-                if sh >= 0.5 {
-                    [t, f64::NAN]
-                } else {
-                    [f64::NAN, t]
-                }
-            })
+            .map(|(&t, &sh)| in_main_placement(t, sh))
             .collect()
     };
     let thr_matched = matched_ratios(&by_placement("waitcell"), &by_placement("futex"));
