@@ -274,7 +274,7 @@ pub fn slow_producer_pinned(
                     break;
                 }
                 wake.push(now.saturating_sub(stamp.load(Ordering::Acquire)));
-                same.push(cpu == producer_cpu.load(Ordering::Acquire));
+                same.push(cpu != usize::MAX && cpu == producer_cpu.load(Ordering::Acquire));
             }
             let cpu = (thread_cpu_time() - cpu0).as_secs_f64() / t0.elapsed().as_secs_f64();
             SlowProducer {

@@ -165,7 +165,8 @@ fn main() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match args[..] {
         [scenarios::COMPUTE_WORKER_ARG, threads, ms] => {
-            // The compute workers of `pinned-wake`, in a process of their own.
+            // The compute workers of `pinned-wake` and `interference-wake`, in a
+            // process of their own.
             let d = Duration::from_millis(ms.parse().expect("milliseconds"));
             let t = threads.parse().expect("thread count");
             println!("{}", scenarios::compute_throughput(t, d));
@@ -181,7 +182,7 @@ fn main() {
         _ => {
             eprintln!(
                 "usage: mwait-experiments first-recheck | windows [SECONDS] | pinned-wake \
-                 | interference-wake IMPL..."
+                 | interference-wake IMPL... | waiter-cpu GAP_US IMPL..."
             );
             std::process::exit(2);
         }

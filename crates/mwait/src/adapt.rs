@@ -131,6 +131,8 @@ impl Adaptive {
         self.record(success, false);
     }
 
+    /// Moves the score a quarter of the way up (success) or down, and resets or
+    /// backs off the probing.
     ///
     /// Every store is made only when it changes the value: in the steady state of a
     /// cell whose spins succeed (score at the top, probes at the fastest rate) a wait

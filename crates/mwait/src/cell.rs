@@ -783,8 +783,8 @@ impl WaitCell {
         // few hundred ns (a ping-pong between nearby cores) is caught without the
         // time that the clock reads and the checks cost (before this, 77 ns from the
         // call to the first re-check: `mwait-experiments first-recheck`), which
-        // would otherwise sit on the round trip. The reading is refreshed right after that round, or here
-        // when it says no, so that a "no" cannot stick.
+        // would otherwise sit on the round trip. The reading is refreshed right after
+        // that round, or here when it says no, so that a "no" cannot stick.
         let mut can_help = !pol.adaptive
             || (spin_ns == 0 && !hw_wanted)
             || crate::adapt::spinning_could_help()

@@ -236,9 +236,14 @@ impl WaitPolicy {
     /// only when asked).
     #[inline(always)]
     pub(crate) const fn allows_quick_spin(&self) -> bool {
-        !matches!(self.spin, Budget::Fixed(0))
-            && !matches!(self.backend, Some(Backend::Futex))
-            && self.adaptive
+        self.is_adaptive() && !matches!(self.backend, Some(Backend::Futex))
+    }
+
+    /// Whether waits under this policy adapt their spin: asked for, and with the
+    /// automatic budget (a fixed one, zero included, is taken as given).
+    #[inline(always)]
+    const fn is_adaptive(&self) -> bool {
+        self.adaptive && matches!(self.spin, Budget::Auto)
     }
 
     /// Turns the policy into the numbers one wait uses. The default policy, which
@@ -283,7 +288,7 @@ impl WaitPolicy {
             hw,
             spin_pause: sel.spin_pause,
             park: self.park && backend != Backend::Spin,
-            adaptive: self.adaptive && matches!(self.spin, Budget::Auto),
+            adaptive: self.is_adaptive(),
             cstate: self.cstate,
         }
     }
