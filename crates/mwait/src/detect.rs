@@ -9,6 +9,8 @@
 //! trusted: on the AMD EPYC guests this project is developed on, MWAITX *executes*
 //! although CPUID hides it, and returns at once.
 
+use crate::backend::kind::Backend;
+use crate::sys::{self, CpuidWaits};
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -202,7 +204,7 @@ impl Capabilities {
             && cpuid
                 .get_advanced_power_mgmt_info()
                 .is_some_and(|p| p.has_invariant_tsc());
-        let tsc_hz_cpuid = tsc_hz_from_cpuid(&raw, max_leaf);
+        let tsc_hz_cpuid = sys::cpuid::tsc_hz_from_cpuid(&raw);
         let hypervisor_vendor = if hypervisor {
             let r = raw.cpuid1(0x4000_0000);
             let mut b = Vec::with_capacity(12);
@@ -283,8 +285,7 @@ impl Capabilities {
     /// let offered = mwait::Capabilities::detect().offered();
     /// assert_eq!(offered.last(), Some(&mwait::Backend::Spin));
     /// ```
-    pub fn offered(&self) -> Vec<crate::Backend> {
-        use crate::Backend;
+    pub fn offered(&self) -> Vec<Backend> {
         Backend::ALL
             .into_iter()
             .filter(|&b| self.offers(b))
@@ -298,40 +299,15 @@ impl Capabilities {
     /// ```
     /// assert!(mwait::Capabilities::detect().offers(mwait::Backend::Spin));
     /// ```
-    pub fn offers(&self, backend: crate::Backend) -> bool {
-        use crate::Backend;
+    pub fn offers(&self, backend: Backend) -> bool {
         match backend {
             Backend::Spin => true,
-            Backend::Futex => cfg!(target_os = "linux"),
-            Backend::Umwait => cfg!(target_arch = "x86_64") && self.waitpkg,
-            Backend::Mwaitx => cfg!(target_arch = "x86_64") && self.monitorx,
-            Backend::Kernel => {
-                cfg!(all(target_arch = "x86_64", target_os = "linux"))
-                    && self.monitor_mwait
-                    && self.dev_mwait
-            }
+            Backend::Futex => sys::HAS_FUTEX,
+            Backend::Umwait => sys::HAS_X86_WAITS && self.waitpkg,
+            Backend::Mwaitx => sys::HAS_X86_WAITS && self.monitorx,
+            Backend::Kernel => sys::HAS_DEV_MWAIT && self.monitor_mwait && self.dev_mwait,
         }
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-fn tsc_hz_from_cpuid<R: raw_cpuid::CpuIdReader>(raw: &R, max_leaf: u32) -> Option<u64> {
-    if max_leaf >= 0x15 {
-        let r = raw.cpuid1(0x15);
-        // EAX: denominator, EBX: numerator, ECX: crystal Hz (0 when not enumerated).
-        if r.eax != 0 && r.ebx != 0 && r.ecx != 0 {
-            return Some(u64::from(r.ecx) * u64::from(r.ebx) / u64::from(r.eax));
-        }
-    }
-    if max_leaf >= 0x16 {
-        // Leaf 0x16 EAX is the base frequency in MHz; on CPUs with an invariant TSC the
-        // TSC runs at (about) the base frequency. Only a fallback: leaf 0x15 is exact.
-        let mhz = raw.cpuid1(0x16).eax & 0xffff;
-        if mhz != 0 {
-            return Some(u64::from(mhz) * 1_000_000);
-        }
-    }
-    None
 }
 
 fn detect_now() -> Capabilities {
@@ -364,23 +340,18 @@ fn read_umwait_control() -> Option<UmwaitControl> {
 
 /// CPUs in this process's affinity mask (at least 1).
 pub(crate) fn usable_cpus() -> usize {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: an all-zero cpu_set_t is a valid empty set; sched_getaffinity writes
-        // at most `size_of::<cpu_set_t>()` bytes into it.
-        let n = unsafe {
-            let mut set: libc::cpu_set_t = core::mem::zeroed();
-            if libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-                libc::CPU_COUNT(&set) as usize
-            } else {
-                0
-            }
-        };
-        if n > 0 {
-            return n;
-        }
+    sys::usable_cpus()
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+impl CpuidWaits for Capabilities {
+    fn waitpkg(&self) -> bool {
+        self.waitpkg
     }
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+
+    fn monitorx(&self) -> bool {
+        self.monitorx
+    }
 }
 
 impl fmt::Display for Capabilities {

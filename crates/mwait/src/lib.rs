@@ -81,8 +81,8 @@
 //! costly as the `xchg`), later parks skip `membarrier`, and the first notify that
 //! finds nobody parked clears the bit again. Programs that park often while other
 //! threads of theirs compute can turn the asymmetric barrier off with
-//! `MWAIT_MEMBARRIER=0`. The full argument is in the source (`cell.rs`, "Notes about
-//! memory ordering").
+//! `MWAIT_MEMBARRIER=0`. The full argument is in the source (`protocol.rs`, "Notes
+//! about memory ordering").
 //!
 //! # The contract
 //!
@@ -108,56 +108,64 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-mod adapt;
-mod arch;
+// The layers, top to bottom; a file imports only from layers below it (see
+// docs/architecture.md).
 mod backend;
 mod barrier;
 mod cell;
-mod clock;
 mod detect;
 mod future;
+mod ladder;
 mod policy;
 mod primitive;
-#[cfg(all(target_arch = "x86_64", not(loom)))]
-mod tsc;
+mod protocol;
+mod registry;
+mod select;
+mod sys;
 
-pub use backend::{Backend, ParseBackendError};
+// The self-test in backend/mod.rs reaches the clock and the TSC by these paths.
+pub(crate) use sys::clock;
+#[cfg(all(target_arch = "x86_64", not(loom)))]
+pub(crate) use sys::tsc;
+
+pub use backend::{Backend, CState, ParseBackendError, C0_2_MIN_LATENCY_NS, C1_MIN_LATENCY_NS};
 pub use barrier::Barrier;
-pub use cell::{WaitCell, WaitResult};
+pub use cell::WaitCell;
 pub use detect::{Capabilities, OsFacts, UmwaitControl, Vendor};
 pub use future::{WaitUntil, WaitUntilTimer};
-pub use policy::{
-    plan, select, selection, try_selection, CState, Defaults, EnvConfig, SelectError, Selection,
-    WaitPolicy, C0_2_MIN_LATENCY_NS, C1_MIN_LATENCY_NS, HW_BUDGET_NS, SPIN_BUDGET_HYPERVISOR_NS,
-    SPIN_BUDGET_NS,
-};
+pub use ladder::WaitResult;
+pub use policy::WaitPolicy;
 /// The CPUID crate whose [`CpuIdReader`](raw_cpuid::CpuIdReader) feeds
 /// [`Capabilities::from_cpuid`], re-exported so that callers use the same version.
 #[cfg(target_arch = "x86_64")]
 pub use raw_cpuid;
+pub use select::{
+    plan, select, selection, try_selection, Defaults, EnvConfig, SelectError, Selection,
+    HW_BUDGET_NS, SPIN_BUDGET_HYPERVISOR_NS, SPIN_BUDGET_NS,
+};
 
 /// Counters compiled in with the `test-counters` feature, for tests that prove what
 /// the fast paths do not do.
 #[cfg(feature = "test-counters")]
 #[doc(hidden)]
 pub mod test_counters {
+    use crate::sys::counters::{read, Counter};
+
     /// How many `futex_wake` system calls this process has made through mwait.
     pub fn futex_wake_calls() -> u64 {
-        crate::backend::futex::FUTEX_WAKE_CALLS.load(std::sync::atomic::Ordering::Relaxed)
+        read(Counter::FutexWake)
     }
 
     /// How many `membarrier` system calls this process has made through mwait.
     pub fn membarrier_calls() -> u64 {
-        crate::backend::futex::MEMBARRIER_CALLS.load(std::sync::atomic::Ordering::Relaxed)
+        read(Counter::Membarrier)
     }
 
     /// How many `/dev/mwait` waits of this process ended for `reason`, an
     /// `MWAIT_REASON_*` value of `mwait-sys` (a signal counts as
-    /// `MWAIT_REASON_SIGNAL`, a refusal as 0).
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
+    /// `MWAIT_REASON_SIGNAL`, a refusal as 0); always 0 where the build has no
+    /// kernel tier.
     pub fn kernel_wait_returns(reason: u32) -> u64 {
-        let r = &crate::backend::kernel::WAIT_RETURNS;
-        r.get(reason as usize)
-            .map_or(0, |c| c.load(std::sync::atomic::Ordering::Relaxed))
+        read(Counter::KernelWait(reason))
     }
 }

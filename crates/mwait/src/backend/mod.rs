@@ -1,120 +1,41 @@
 //! The waiting mechanisms, one file each, and the hardware-wait contract they share.
 //!
-//! The tier ladder (`cell.rs`) runs at most three tiers per wait:
+//! The tier ladder (`ladder/`) runs at most three tiers per wait:
 //!
 //! 1. **spin** (`spin.rs`): bounded in time; PAUSE (or TPAUSE where WAITPKG exists);
-//! 2. **hardware wait** (one of `umwait.rs`, `mwaitx.rs`, `kernel.rs`): the CPU stops
-//!    issuing instructions until the cell's line is written, an interrupt arrives or
-//!    the tier's budget ends; bounded in time as well;
-//! 3. **park** (`futex.rs` on Linux): sleep in the kernel until a notifier wakes us.
+//! 2. **hardware wait** (one of `umwait.rs`, `mwaitx.rs`, `kernel.rs`; `model.rs` in
+//!    the loom model): the CPU stops issuing instructions until the cell's line is
+//!    written, an interrupt arrives or the tier's budget ends; bounded in time as well;
+//! 3. **park**: sleep in the kernel until a notifier wakes us (`protocol.rs` announces
+//!    the sleeper, `sys::park` sleeps).
 //!
 //! A hardware tier implements [`HardwareWait`]: *one episode* of waiting, which may end
 //! early for any reason; the ladder re-checks the predicate after every episode, so a
 //! tier never has to be exact, only to be safe (never sleep past `deadline_ns`, never
 //! hold a CPU that the scheduler needs for longer than an episode).
+//!
+//! Every tier file compiles on every target: a tier holds a capability token from
+//! `sys/`, and where the target cannot have the instructions that token's type is
+//! empty, so the tier exists but can never be built. To add a tier, write its file
+//! with a `HardwareWait` impl, add its [`HwTier`] variant, its [`Backend`], and its
+//! arm in `build_tier`.
 
-pub(crate) mod futex;
-#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
+mod cstate;
 pub(crate) mod kernel;
-#[cfg(all(target_arch = "x86_64", not(loom)))]
+pub(crate) mod kind;
+pub(crate) mod model;
 pub(crate) mod mwaitx;
 pub(crate) mod spin;
-#[cfg(all(target_arch = "x86_64", not(loom)))]
 pub(crate) mod umwait;
 
+pub use cstate::{CState, C0_2_MIN_LATENCY_NS, C1_MIN_LATENCY_NS};
+pub use kind::{Backend, ParseBackendError};
+
 use crate::primitive::AtomicU32;
-use crate::CState;
 use std::fmt;
-
-/// A waiting mechanism. The ladder's hardware tier is one of `Umwait`, `Mwaitx` and
-/// `Kernel`; `Spin` and `Futex` name the ladders that have no hardware tier.
-///
-/// # Examples
-///
-/// ```
-/// let b: mwait::Backend = "futex".parse().unwrap();
-/// assert_eq!(b, mwait::Backend::Futex);
-/// assert_eq!(b.to_string(), "futex");
-/// assert!(!b.is_hardware());
-/// ```
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Backend {
-    /// Bounded PAUSE spin, then `sched_yield` rounds; never sleeps. The only ladder
-    /// on targets without futex.
-    Spin,
-    /// Spin (budget from the policy), then sleep on a futex.
-    Futex,
-    /// User-mode UMONITOR/UMWAIT (Intel WAITPKG), then futex.
-    Umwait,
-    /// User-mode MONITORX/MWAITX (AMD), then futex.
-    Mwaitx,
-    /// Ring-0 MONITOR/MWAIT through the `/dev/mwait` kernel shim, then futex.
-    Kernel,
-}
-
-impl Backend {
-    /// All backends, in the order auto-selection prefers them (best first).
-    pub const ALL: [Backend; 5] = [
-        Backend::Umwait,
-        Backend::Mwaitx,
-        Backend::Kernel,
-        Backend::Futex,
-        Backend::Spin,
-    ];
-
-    /// The name used by `MWAIT_BACKEND` and in reports.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Backend::Spin => "spin",
-            Backend::Futex => "futex",
-            Backend::Umwait => "umwait",
-            Backend::Mwaitx => "mwaitx",
-            Backend::Kernel => "kernel",
-        }
-    }
-
-    /// Whether this backend has a hardware tier (a monitor armed on the cell's line).
-    pub const fn is_hardware(self) -> bool {
-        matches!(self, Backend::Umwait | Backend::Mwaitx | Backend::Kernel)
-    }
-}
-
-impl fmt::Display for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// The error of parsing a backend name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParseBackendError(pub(crate) String);
-
-impl fmt::Display for ParseBackendError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown backend `{}` (expected one of spin, futex, umwait, mwaitx, kernel)",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for ParseBackendError {}
-
-impl std::str::FromStr for Backend {
-    type Err = ParseBackendError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Backend::ALL
-            .into_iter()
-            .find(|b| b.name().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| ParseBackendError(s.to_string()))
-    }
-}
 
 /// Why one hardware-wait episode returned.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-#[allow(dead_code)] // Constructed by the hardware tiers, which are cfg-dependent.
 pub(crate) enum HwWake {
     /// The line was written, an interrupt arrived, or the wait ended for no stated
     /// reason: the value may have changed, re-check it.
@@ -126,7 +47,9 @@ pub(crate) enum HwWake {
     Yield,
 }
 
-/// One episode of a hardware wait on `word`.
+/// One episode of a hardware wait on `word`: the contract between the ladder's
+/// hardware tier and a mechanism (a real monitor, the loom stand-in, or a simulated
+/// monitor in a test).
 pub(crate) trait HardwareWait {
     /// Waits while `word` holds `old`, until the line is written, an interrupt
     /// arrives, or the monotonic clock reaches `deadline_ns`, whichever is first.
@@ -141,33 +64,23 @@ pub(crate) trait HardwareWait {
 #[derive(Copy, Clone, Debug)]
 pub(crate) enum HwTier {
     /// UMONITOR/UMWAIT.
-    #[cfg(all(target_arch = "x86_64", not(loom)))]
     Umwait(umwait::Umwait),
     /// MONITORX/MWAITX.
-    #[cfg(all(target_arch = "x86_64", not(loom)))]
     Mwaitx(mwaitx::Mwaitx),
     /// Ring-0 MONITOR/MWAIT through `/dev/mwait`.
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
     Kernel(kernel::Kernel),
-    /// Loom's stand-in for any hardware tier: an episode is a yield that returns
-    /// `Woken`, i.e. a wait that may end spuriously at any point.
-    #[cfg(loom)]
-    Model,
+    /// Loom's stand-in for any hardware tier.
+    Model(model::Model),
 }
 
 impl HwTier {
     /// The backend this tier belongs to.
-    #[allow(dead_code)]
+    #[allow(dead_code)] // Only the self-test asks, and the loom build has none.
     pub(crate) fn backend(self) -> Backend {
         match self {
-            #[cfg(all(target_arch = "x86_64", not(loom)))]
-            HwTier::Umwait(_) => Backend::Umwait,
-            #[cfg(all(target_arch = "x86_64", not(loom)))]
+            HwTier::Umwait(_) | HwTier::Model(_) => Backend::Umwait,
             HwTier::Mwaitx(_) => Backend::Mwaitx,
-            #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
             HwTier::Kernel(_) => Backend::Kernel,
-            #[cfg(loom)]
-            HwTier::Model => Backend::Umwait,
         }
     }
 }
@@ -175,22 +88,11 @@ impl HwTier {
 impl HardwareWait for HwTier {
     #[inline]
     fn wait_episode(&self, word: &AtomicU32, old: u32, deadline_ns: u64, cstate: CState) -> HwWake {
-        // No hardware tier exists on other architectures: the enum is empty there.
-        #[cfg(not(any(target_arch = "x86_64", loom)))]
-        let _ = (word, old, deadline_ns, cstate);
         match *self {
-            #[cfg(all(target_arch = "x86_64", not(loom)))]
             HwTier::Umwait(t) => t.wait_episode(word, old, deadline_ns, cstate),
-            #[cfg(all(target_arch = "x86_64", not(loom)))]
             HwTier::Mwaitx(t) => t.wait_episode(word, old, deadline_ns, cstate),
-            #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
             HwTier::Kernel(t) => t.wait_episode(word, old, deadline_ns, cstate),
-            #[cfg(loom)]
-            HwTier::Model => {
-                let _ = (word, old, deadline_ns, cstate);
-                loom::thread::yield_now();
-                HwWake::Woken
-            }
+            HwTier::Model(t) => t.wait_episode(word, old, deadline_ns, cstate),
         }
     }
 }
@@ -281,17 +183,17 @@ fn self_test_enabled() -> bool {
 
 /// Builds the hardware tier of `backend` for this machine: opens what it needs and
 /// runs its self-test. `unsafe_forced` is true when CPUID does not offer it and the
-/// test-only override `MWAIT_UNSAFE_FORCE` lets it through anyway.
+/// test-only override `MWAIT_UNSAFE_FORCE` lets it through anyway. In the loom model
+/// every hardware backend is the model's stand-in.
 pub(crate) fn hw_tier(
     backend: Backend,
     caps: &crate::Capabilities,
     unsafe_forced: bool,
 ) -> Result<HwTier, HwError> {
-    #[cfg(loom)]
-    {
-        let _ = (backend, caps, unsafe_forced);
-        Ok(HwTier::Model)
+    if let Some(m) = model::Model::new() {
+        return Ok(HwTier::Model(m));
     }
+    // The self-test's own file (being rewritten) still builds only outside the model.
     #[cfg(not(loom))]
     {
         let tier = build_tier(backend, caps, unsafe_forced)?;
@@ -300,46 +202,48 @@ pub(crate) fn hw_tier(
         }
         Ok(tier)
     }
+    #[cfg(loom)]
+    unreachable!("the model always has its stand-in tier: {backend} {caps:?} {unsafe_forced}")
 }
 
-#[cfg(not(loom))]
+#[cfg_attr(loom, allow(dead_code))]
 fn build_tier(
     backend: Backend,
     caps: &crate::Capabilities,
     unsafe_forced: bool,
 ) -> Result<HwTier, HwError> {
-    let _ = (caps, unsafe_forced);
+    let not_built =
+        |b: Backend| HwError::Unavailable(format!("the {b} tier is not part of this build"));
     match backend {
-        #[cfg(target_arch = "x86_64")]
         Backend::Umwait => {
-            use crate::arch::x86_64::Waitpkg;
+            use crate::sys::x86::Waitpkg;
             let token = match Waitpkg::new(caps) {
                 Some(t) => t,
-                // SAFETY: only reached with MWAIT_UNSAFE_FORCE=1, whose documented
-                // contract is that the instructions execute here.
-                None if unsafe_forced => unsafe { Waitpkg::new_unchecked() },
+                None if unsafe_forced => {
+                    // SAFETY: only reached with MWAIT_UNSAFE_FORCE=1, whose documented
+                    // contract is that the instructions execute here.
+                    unsafe { Waitpkg::new_unchecked() }.ok_or_else(|| not_built(backend))?
+                }
                 None => return Err(HwError::Unavailable("CPUID reports no WAITPKG".into())),
             };
             Ok(HwTier::Umwait(umwait::Umwait(token)))
         }
-        #[cfg(target_arch = "x86_64")]
         Backend::Mwaitx => {
-            use crate::arch::x86_64::MonitorX;
+            use crate::sys::x86::MonitorX;
             let token = match MonitorX::new(caps) {
                 Some(t) => t,
-                // SAFETY: only reached with MWAIT_UNSAFE_FORCE=1, whose documented
-                // contract is that the instructions execute here.
-                None if unsafe_forced => unsafe { MonitorX::new_unchecked() },
+                None if unsafe_forced => {
+                    // SAFETY: only reached with MWAIT_UNSAFE_FORCE=1, whose documented
+                    // contract is that the instructions execute here.
+                    unsafe { MonitorX::new_unchecked() }.ok_or_else(|| not_built(backend))?
+                }
                 None => return Err(HwError::Unavailable("CPUID reports no MONITORX".into())),
             };
             Ok(HwTier::Mwaitx(mwaitx::Mwaitx(token)))
         }
-        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
         Backend::Kernel => kernel::Kernel::open()
             .map(HwTier::Kernel)
             .map_err(HwError::Unavailable),
-        other => Err(HwError::Unavailable(format!(
-            "the {other} tier is not part of this build"
-        ))),
+        other => Err(not_built(other)),
     }
 }

@@ -15,12 +15,10 @@
 //! timer), forced past CPUID by `cargo xtask hw-test`; the self-test demotes it there.
 //! Never timed on real hardware so far (see `docs/hardware-results.md`).
 
-use crate::arch::x86_64::{MonitorX, MWAITX_HINT_C0, MWAITX_HINT_C1};
-use crate::backend::HwWake;
-use crate::clock::now_ns;
+use super::{CState, HardwareWait, HwWake};
 use crate::primitive::{AtomicU32, Ordering};
-use crate::tsc::ns_to_ticks;
-use crate::CState;
+use crate::sys::clock::now_ns;
+use crate::sys::x86::{MonitorX, MWAITX_HINT_C0, MWAITX_HINT_C1};
 
 /// The MWAITX tier: the MONITORX token is all it needs.
 #[derive(Copy, Clone, Debug)]
@@ -35,29 +33,22 @@ pub(crate) fn hint(c: CState) -> u32 {
     }
 }
 
-/// The timer count of one episode: what is left of the budget, capped at 32 bits.
+/// The timer count of one episode: what is left of the budget (in TSC ticks), capped
+/// at 32 bits, and never 0 (which would mean no timeout).
 #[inline]
-pub(crate) fn episode_ticks(remaining_ns: u64) -> u32 {
-    u32::try_from(ns_to_ticks(remaining_ns))
-        .unwrap_or(u32::MAX)
-        .max(1)
+pub(crate) fn episode_ticks(remaining_ticks: u64) -> u32 {
+    u32::try_from(remaining_ticks).unwrap_or(u32::MAX).max(1)
 }
 
-impl Mwaitx {
+impl HardwareWait for Mwaitx {
     /// One episode: arm, re-check, wait.
     #[inline]
-    pub(crate) fn wait_episode(
-        self,
-        word: &AtomicU32,
-        old: u32,
-        deadline_ns: u64,
-        cstate: CState,
-    ) -> HwWake {
+    fn wait_episode(&self, word: &AtomicU32, old: u32, deadline_ns: u64, cstate: CState) -> HwWake {
         let now = now_ns();
         if now >= deadline_ns {
             return HwWake::Deadline;
         }
-        let ticks = episode_ticks(deadline_ns - now);
+        let ticks = episode_ticks(self.0.ticks(deadline_ns - now));
         self.0.monitorx(word);
         if word.load(Ordering::Acquire) != old {
             return HwWake::Woken;
@@ -78,8 +69,8 @@ mod tests {
     #[test]
     fn long_budgets_are_split_into_32_bit_episodes() {
         // An hour is far more than 2^32 ticks at any TSC rate above 1.2 MHz.
-        assert_eq!(episode_ticks(3_600_000_000_000), u32::MAX);
-        assert!(episode_ticks(1_000) < u32::MAX);
+        assert_eq!(episode_ticks(1 << 40), u32::MAX);
+        assert_eq!(episode_ticks(1_000), 1_000);
         assert_eq!(episode_ticks(0), 1, "a zero timer would mean no timeout");
     }
 

@@ -8,13 +8,43 @@
 //! [`TPAUSE_NS`] instead of a PAUSE: a timed pause whose length does not depend on the
 //! microarchitecture (PAUSE costs 10 cycles on some cores and 140 on others).
 
-use crate::clock::now_ns;
-use crate::policy::SpinPause;
-use crate::primitive::{spin_hint, AtomicU32, Ordering};
+use crate::primitive::{spin_hint, AtomicU32, Ordering, SPIN_ROUND_LOADS_CAP};
+use crate::sys::clock::now_ns;
+use crate::sys::x86::Waitpkg;
+
+/// The token the spin tier needs for TPAUSE between its loads.
+pub(crate) type SpinPause = Waitpkg;
 
 /// Length of one TPAUSE between two loads of the spin tier.
-#[cfg_attr(not(all(target_arch = "x86_64", not(loom))), allow(dead_code))]
 pub(crate) const TPAUSE_NS: u64 = 100;
+
+/// The WAITPKG token for TPAUSE in the spin tier, where the CPU has WAITPKG (or
+/// `unsafe_forced`: the test-only `MWAIT_UNSAFE_FORCE=1` forces UMWAIT) and `allowed`
+/// (the kill switch leaves UMWAIT on).
+pub(crate) fn pause_token(
+    caps: &crate::detect::Capabilities,
+    allowed: bool,
+    unsafe_forced: bool,
+) -> Option<SpinPause> {
+    if !allowed {
+        return None;
+    }
+    let token = Waitpkg::new(caps).or_else(|| {
+        if unsafe_forced {
+            // SAFETY: only with MWAIT_UNSAFE_FORCE=1 forcing UMWAIT, whose documented
+            // contract is that the WAITPKG instructions execute here.
+            unsafe { Waitpkg::new_unchecked() }
+        } else {
+            None
+        }
+    });
+    if let Some(t) = token {
+        // Resolve the TSC rate now (a calibration takes 2 ms), not in the middle of
+        // the first spin.
+        let _ = t.ticks(TPAUSE_NS);
+    }
+    token
+}
 
 /// Loads (each followed by a pause) between two readings of the clock: a vDSO clock
 /// read costs about as much as a few pauses, so this keeps its share small.
@@ -29,9 +59,9 @@ pub(crate) fn spin_until(
     until_ns: u64,
     pause: Option<SpinPause>,
 ) -> Option<u32> {
-    let ticks = tpause_ticks(pause);
+    let tpause = tpause_ticks(pause);
     loop {
-        if let Some(v) = round(word, pred, pause, ticks) {
+        if let Some(v) = round(word, pred, tpause) {
             return Some(v);
         }
         if now_ns() >= until_ns {
@@ -48,47 +78,40 @@ pub(crate) fn spin_round(
     pred: &mut dyn FnMut(u32) -> bool,
     pause: Option<SpinPause>,
 ) -> Option<u32> {
-    round(word, pred, pause, tpause_ticks(pause))
+    round(word, pred, tpause_ticks(pause))
 }
 
 /// The length of one TPAUSE in TSC ticks, where the spin pauses with TPAUSE;
 /// worked out once per spin, not once per round.
 #[inline]
-fn tpause_ticks(pause: Option<SpinPause>) -> Option<u64> {
-    #[cfg(all(target_arch = "x86_64", not(loom)))]
-    {
-        pause.map(|_| crate::tsc::ns_to_ticks(TPAUSE_NS))
-    }
-    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
-    {
-        let _ = pause;
-        None
-    }
+fn tpause_ticks(pause: Option<SpinPause>) -> Option<(SpinPause, u64)> {
+    pause.map(|t| (t, t.ticks(TPAUSE_NS)))
 }
 
+/// Loads of one round: [`LOADS_PER_CLOCK_READ`], or fewer where the primitives cap it.
+const ROUND_LOADS: u32 = if LOADS_PER_CLOCK_READ < SPIN_ROUND_LOADS_CAP {
+    LOADS_PER_CLOCK_READ
+} else {
+    SPIN_ROUND_LOADS_CAP
+};
+
+/// Up to [`LOADS_PER_CLOCK_READ`] loads (one in the loom model, which needs only to
+/// see the path), each followed by a pause.
 #[inline]
 fn round(
     word: &AtomicU32,
     pred: &mut dyn FnMut(u32) -> bool,
-    pause: Option<SpinPause>,
-    tpause_ticks: Option<u64>,
+    tpause: Option<(SpinPause, u64)>,
 ) -> Option<u32> {
-    for _ in 0..LOADS_PER_CLOCK_READ {
+    for _ in 0..ROUND_LOADS {
         let v = word.load(Ordering::Acquire);
         if pred(v) {
             return Some(v);
         }
-        #[cfg(all(target_arch = "x86_64", not(loom)))]
-        if let (Some(t), Some(ticks)) = (pause, tpause_ticks) {
-            let deadline = crate::arch::x86_64::rdtsc().wrapping_add(ticks);
-            t.tpause(crate::arch::x86_64::WAITPKG_C0_1, deadline);
-            continue;
+        match tpause {
+            Some((t, ticks)) => t.pause(ticks),
+            None => spin_hint(),
         }
-        #[cfg(not(all(target_arch = "x86_64", not(loom))))]
-        let _ = (pause, tpause_ticks);
-        spin_hint();
-        #[cfg(loom)]
-        break;
     }
     None
 }

@@ -15,12 +15,10 @@
 //! `qemu-x86_64-static -cpu max` by `cargo xtask hw-test`; never timed on real
 //! hardware so far (see `docs/hardware-results.md`).
 
-use crate::arch::x86_64::{rdtsc, Waitpkg, WAITPKG_C0_1, WAITPKG_C0_2};
-use crate::backend::HwWake;
-use crate::clock::now_ns;
+use super::{CState, HardwareWait, HwWake};
 use crate::primitive::{AtomicU32, Ordering};
-use crate::tsc::ns_to_ticks;
-use crate::CState;
+use crate::sys::clock::now_ns;
+use crate::sys::x86::{Waitpkg, WAITPKG_C0_1, WAITPKG_C0_2};
 
 /// The UMWAIT tier: the WAITPKG token is all it needs.
 #[derive(Copy, Clone, Debug)]
@@ -35,21 +33,15 @@ pub(crate) fn ctrl(c: CState) -> u32 {
     }
 }
 
-impl Umwait {
+impl HardwareWait for Umwait {
     /// One episode: arm, re-check, wait.
     #[inline]
-    pub(crate) fn wait_episode(
-        self,
-        word: &AtomicU32,
-        old: u32,
-        deadline_ns: u64,
-        cstate: CState,
-    ) -> HwWake {
+    fn wait_episode(&self, word: &AtomicU32, old: u32, deadline_ns: u64, cstate: CState) -> HwWake {
         let now = now_ns();
         if now >= deadline_ns {
             return HwWake::Deadline;
         }
-        let deadline_tsc = rdtsc().saturating_add(ns_to_ticks(deadline_ns - now));
+        let deadline_tsc = self.0.tsc_after(deadline_ns - now);
         self.0.umonitor(word);
         // The store may have landed before the monitor was armed: look once more.
         if word.load(Ordering::Acquire) != old {
@@ -58,7 +50,7 @@ impl Umwait {
         // CF=1 (the OS limit) needs nothing special: the ladder re-arms and waits
         // again until its budget ends.
         let _os_limit = self.0.umwait(ctrl(cstate), deadline_tsc);
-        if rdtsc() >= deadline_tsc {
+        if self.0.tsc_reached(deadline_tsc) {
             HwWake::Deadline
         } else {
             HwWake::Woken

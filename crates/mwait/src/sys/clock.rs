@@ -31,24 +31,9 @@ pub(crate) fn now_ns() -> u64 {
     EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
-/// Model time under loom: every reading advances this thread's clock by a large step,
-/// so spin and hardware budgets run out after a reading or two and the model stays
-/// small, while the ladder's deadline logic still runs.
+/// Model time (see `loom.rs`).
 #[cfg(loom)]
-pub(crate) fn now_ns() -> u64 {
-    loom::thread_local! {
-        static NOW: core::cell::Cell<u64> = core::cell::Cell::new(1_000_000_000);
-    }
-    NOW.with(|c| {
-        let t = c.get() + LOOM_TICK_NS;
-        c.set(t);
-        t
-    })
-}
-
-/// How far one reading of the model clock advances it.
-#[cfg(loom)]
-pub(crate) const LOOM_TICK_NS: u64 = 1_000_000;
+pub(crate) use super::platform::now_ns;
 
 /// `now + d`, saturating.
 #[inline]
@@ -58,8 +43,13 @@ pub(crate) fn after(d: Duration) -> u64 {
 
 /// A duration in nanoseconds, saturating at `u64::MAX`.
 #[inline]
-pub(crate) fn duration_ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+pub(crate) const fn duration_ns(d: Duration) -> u64 {
+    let ns = d.as_nanos();
+    if ns > u64::MAX as u128 {
+        u64::MAX
+    } else {
+        ns as u64
+    }
 }
 
 /// The monotonic-clock nanosecond reading at which `deadline` falls.

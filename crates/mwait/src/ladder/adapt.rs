@@ -9,8 +9,8 @@
 //! except on a probe, which spins once more to notice a change of pattern. Probes
 //! start every `PROBE_MIN`-th wait; each failed one doubles the gap, up to
 //! `PROBE_MAX`, and a success brings it back, so a consumer fed every millisecond
-//! stops paying for probes (at one in 32 waits they measured as a fifth of what the
-//! default policy added to a futex wait's CPU time on a 2-vCPU VM). A wait that
+//! stops paying for probes (which, at a fixed one in 32 waits, would be a sizeable
+//! share of what the default policy adds to a futex wait's CPU time). A wait that
 //! skipped the spin but finished soon enough anyway (so a spin would have caught it)
 //! also counts as a success.
 //!
@@ -24,27 +24,25 @@
 //!   too, so both sides would stay in the slow futex mode for ever. That wait spins
 //!   for up to [`HANDOFF_SPIN_NS`] instead (still scored, so a partner that takes
 //!   longer than that to answer turns it off again).
-//! - **Spinning cannot help.** On a machine with more runnable threads than CPUs
-//!   (`/proc/loadavg`, re-read at most every [`LOAD_CHECK_INTERVAL_NS`], acted on
-//!   after two readings in a row, see [`OVER_READINGS`]) a spinner
-//!   burns a CPU that the partner may need: those waits skip the spin and the
-//!   hardware tier. And when a notifier wakes a parked waiter that went to sleep on
+//! - **Spinning cannot help.** On a machine with more runnable threads than CPUs a
+//!   spinner burns a CPU that the partner may need: those waits skip the spin and
+//!   the hardware tier (`load.rs`). And when a notifier wakes a parked waiter that
+//!   went to sleep on
 //!   the notifier's own CPU, the pair shares a CPU (both pinned to it, say): a spin of
 //!   either would only delay the other, so that wake counts as a failed spin.
 //!
 //! These are heuristics, not protocol: relaxed std atomics, racy read-modify-write
 //! is fine, and loom does not track them.
 
+use super::load::spinning_could_help;
+use crate::sys;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// How long a wait spins right after this thread woke a parked waiter on the same
-/// cell: a futex wake-up takes 5–15 µs on the machines measured here (the stress
-/// test's futex ping-pong: 12 µs per round trip, two wake-ups).
+/// cell: longer than a futex wake-up takes (see `docs/design-notes.md` for the
+/// figures), so that the partner's answer is caught by the spin.
 pub(crate) const HANDOFF_SPIN_NS: u64 = 20_000;
-/// How often the run-queue length is re-read, at most: a read of `/proc/loadavg`
-/// costs about 37 µs on the VMs measured here, 0.04 % of a CPU at this interval.
-pub(crate) const LOAD_CHECK_INTERVAL_NS: u64 = 100_000_000;
 
 const SCORE_MAX: u32 = 1024;
 /// Below this score the spin is skipped (after 8 straight failures from the top).
@@ -54,6 +52,8 @@ const PROBE_MIN: u32 = 32;
 /// ...and each failed probe doubles the gap, up to this many waits.
 const PROBE_MAX: u32 = 1024;
 
+/// The per-cell learning state (on the waiter line: written by waiters only).
+#[derive(Debug)]
 pub(crate) struct Adaptive {
     score: AtomicU32,
     /// Waits left to skip before the next probe.
@@ -178,7 +178,7 @@ impl Adaptive {
     /// Notes the CPU of a waiter about to park.
     #[inline]
     pub(crate) fn note_parking(&self) {
-        self.parked_cpu.store(current_cpu(), Relaxed);
+        self.parked_cpu.store(sys::current_cpu(), Relaxed);
     }
 
     /// Called by a notifier that is waking parked waiters: whether the (last) parked
@@ -186,18 +186,12 @@ impl Adaptive {
     /// would have failed: recorded as such.
     #[inline]
     pub(crate) fn waking_on_same_cpu(&self) -> bool {
-        let cpu = current_cpu();
+        let cpu = sys::current_cpu();
         let same = cpu != u32::MAX && self.parked_cpu.load(Relaxed) == cpu;
         if same {
             self.record_spin(false);
         }
         same
-    }
-
-    /// The current score (tests and reports).
-    #[allow(dead_code)]
-    pub(crate) fn score(&self) -> u32 {
-        self.score.load(Relaxed)
     }
 }
 
@@ -220,98 +214,6 @@ pub(crate) fn take_woke() -> bool {
     WOKE.with(|w| w.replace(false))
 }
 
-/// Whether spinning could help, from the last reading of the run queue (no clock,
-/// no refresh): what a wait uses to start spinning at once. The caller refreshes the
-/// reading with [`spinning_can_help`] right after its first round of loads, or
-/// before it parks when this says no (so that the answer cannot stick).
-#[inline]
-pub(crate) fn spinning_could_help() -> bool {
-    OVER_STREAK.load(Relaxed) < OVER_READINGS
-}
-
-/// Whether spinning can help now (`now` from the monotonic clock): the machine is
-/// not oversubscribed. Re-reads the run queue if the last reading is older than
-/// [`LOAD_CHECK_INTERVAL_NS`].
-pub(crate) fn spinning_can_help(now: u64) -> bool {
-    !oversubscribed(crate::detect::Capabilities::detect().usable_cpus, now)
-}
-
-/// The CPU the calling thread runs on (`u32::MAX` where unknown).
-#[inline]
-pub(crate) fn current_cpu() -> u32 {
-    #[cfg(all(target_os = "linux", not(loom)))]
-    {
-        // SAFETY: sched_getcpu takes no arguments and only reads the vDSO/rseq data.
-        let c = unsafe { libc::sched_getcpu() };
-        u32::try_from(c).unwrap_or(u32::MAX)
-    }
-    #[cfg(not(all(target_os = "linux", not(loom))))]
-    {
-        u32::MAX
-    }
-}
-
-static LOAD_CHECKED_NS: AtomicU64 = AtomicU64::new(0);
-/// Consecutive readings that showed more runnable threads than CPUs, up to
-/// [`OVER_READINGS`].
-static OVER_STREAK: AtomicU32 = AtomicU32::new(0);
-
-/// How many readings in a row must show oversubscription before waits stop
-/// spinning. The run-queue length is an instant: a pair of spinning threads on a
-/// two-CPU machine plus any thread that happens to be runnable at the moment of the
-/// reading (a kernel worker, a shell) reads as oversubscribed, and one such reading
-/// used to turn every spin of the process off until the next one, 100 ms later
-/// (ping-pong round trips of 14 µs instead of 0.7 µs on the 2-vCPU VM; beside a
-/// process that wakes every 3 ms, 78 of 482 20-ms windows of `mwait-experiments
-/// windows 20` ran parked, 14 of 487 with two readings required). A
-/// real oversubscription shows in every reading; it is now acted on after two, so
-/// within 100–200 ms, and one reading without it turns spinning back on.
-const OVER_READINGS: u32 = 2;
-
-/// The streak after a reading: `running` runnable threads (None: unreadable) on
-/// `cpus` CPUs.
-fn next_streak(streak: u32, running: Option<usize>, cpus: usize) -> u32 {
-    match running {
-        Some(r) if r > cpus => (streak + 1).min(OVER_READINGS),
-        _ => 0,
-    }
-}
-
-/// Whether more threads are runnable than there are CPUs (Linux `/proc/loadavg`,
-/// its fourth field `running/total`; the reading thread counts itself), in
-/// [`OVER_READINGS`] readings in a row.
-fn oversubscribed(cpus: usize, now: u64) -> bool {
-    #[cfg(all(target_os = "linux", not(loom)))]
-    {
-        let last = LOAD_CHECKED_NS.load(Relaxed);
-        if now.saturating_sub(last) >= LOAD_CHECK_INTERVAL_NS
-            && LOAD_CHECKED_NS
-                .compare_exchange(last, now, Relaxed, Relaxed)
-                .is_ok()
-        {
-            let running = std::fs::read_to_string("/proc/loadavg").ok().and_then(|s| {
-                let field = s.split_whitespace().nth(3)?;
-                field.split('/').next()?.parse::<usize>().ok()
-            });
-            OVER_STREAK.store(
-                next_streak(OVER_STREAK.load(Relaxed), running, cpus),
-                Relaxed,
-            );
-        }
-    }
-    #[cfg(not(all(target_os = "linux", not(loom))))]
-    {
-        let _ = (
-            cpus,
-            now,
-            &LOAD_CHECKED_NS,
-            LOAD_CHECK_INTERVAL_NS,
-            next_streak,
-        );
-    }
-    !spinning_could_help()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,23 +226,6 @@ mod tests {
         assert_eq!(a.quick_spin_ok(), spinning_could_help());
         a.note_caught(false);
         assert!(!a.quick_spin_ok(), "a failed spin or a park turns it off");
-    }
-
-    #[test]
-    fn one_busy_reading_does_not_stop_the_spinning() {
-        let cpus = 2;
-        // A third runnable thread caught once, between quiet readings.
-        let s = next_streak(0, Some(3), cpus);
-        assert!(s < OVER_READINGS);
-        assert_eq!(next_streak(s, Some(2), cpus), 0);
-        // Oversubscribed in two readings in a row: spinning stops...
-        let s = next_streak(next_streak(0, Some(4), cpus), Some(3), cpus);
-        assert!(s >= OVER_READINGS);
-        // ...stays stopped while it lasts, and one quiet reading restarts it.
-        assert!(next_streak(s, Some(5), cpus) >= OVER_READINGS);
-        assert_eq!(next_streak(s, Some(1), cpus), 0);
-        // An unreadable /proc/loadavg never stops spinning.
-        assert_eq!(next_streak(s, None, cpus), 0);
     }
 
     /// Indices of the waits that probe among `n`, every probe failing.
@@ -363,7 +248,11 @@ mod tests {
         for _ in 0..8 {
             a.record_spin(false);
         }
-        assert!(a.score() < SCORE_SPIN_MIN, "score {}", a.score());
+        assert!(
+            a.score.load(Relaxed) < SCORE_SPIN_MIN,
+            "score {}",
+            a.score.load(Relaxed)
+        );
         let probes = failing_probes(&a, 20_000);
         let gaps: Vec<u32> = probes.windows(2).map(|w| w[1] - w[0]).collect();
         assert_eq!(probes[0], 0, "the first skip-mode wait probes");
@@ -399,7 +288,7 @@ mod tests {
         assert_eq!(a.spin_budget(0, false), 0);
         a.record_spin(true);
         a.record_spin(true);
-        assert!(a.score() >= SCORE_SPIN_MIN);
+        assert!(a.score.load(Relaxed) >= SCORE_SPIN_MIN);
         assert_eq!(a.spin_budget(1000, false), 1000);
     }
 
@@ -417,11 +306,11 @@ mod tests {
         for _ in 0..20 {
             a.record_spin(false);
         }
-        let before = a.score();
+        let before = a.score.load(Relaxed);
         a.record_unspun_wait(100, 600, 1000);
-        assert!(a.score() > before);
-        let mid = a.score();
+        assert!(a.score.load(Relaxed) > before);
+        let mid = a.score.load(Relaxed);
         a.record_unspun_wait(100, 5000, 1000);
-        assert_eq!(a.score(), mid);
+        assert_eq!(a.score.load(Relaxed), mid);
     }
 }

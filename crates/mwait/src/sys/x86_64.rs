@@ -1,13 +1,19 @@
-//! The x86-64 wait instructions, one `#[inline] unsafe fn` each, and the zero-sized
+//! The x86-64 wait instructions, one `#[inline] unsafe fn` each, the zero-sized
 //! capability tokens ([`Waitpkg`], [`MonitorX`]) that only detection can create, whose
-//! methods are the safe way to call them.
+//! methods are the safe way to call them, and the TSC rate that turns nanosecond
+//! budgets into the TSC deadlines and counts those instructions take.
 //!
 //! The instructions are written as bytes: assemblers disagree about whether WAITPKG
 //! and MONITORX mnemonics need target features, and a runtime-dispatched build must
 //! not depend on that (the build breaks that oneTBB, ONNX Runtime and DPDK hit).
 
+use super::tsc::ns_to_ticks;
+use super::CpuidWaits;
+use crate::primitive::AtomicU32;
 use core::arch::asm;
-use core::sync::atomic::AtomicU32;
+
+/// This build has the instructions below.
+pub(crate) const AVAILABLE: bool = true;
 
 /// UMONITOR/UMWAIT/TPAUSE control (ECX): 1 selects C0.1, 0 selects C0.2. All other bits
 /// must be zero.
@@ -150,18 +156,43 @@ pub(crate) struct Waitpkg(());
 
 impl Waitpkg {
     /// The token, if CPUID reports WAITPKG.
-    pub(crate) fn new(caps: &crate::Capabilities) -> Option<Waitpkg> {
-        caps.waitpkg.then_some(Waitpkg(()))
+    pub(crate) fn new(caps: &impl CpuidWaits) -> Option<Waitpkg> {
+        caps.waitpkg().then_some(Waitpkg(()))
     }
 
-    /// The token without the CPUID check.
+    /// The token without the CPUID check (`None` only where the build has no
+    /// WAITPKG instructions at all).
     ///
     /// # Safety
     ///
     /// The instructions must execute on this CPU (for tests under an emulator that
     /// implements them without reporting them).
-    pub(crate) unsafe fn new_unchecked() -> Waitpkg {
-        Waitpkg(())
+    pub(crate) unsafe fn new_unchecked() -> Option<Waitpkg> {
+        Some(Waitpkg(()))
+    }
+
+    /// The TSC reading `ns` nanoseconds from now (saturating).
+    #[inline]
+    pub(crate) fn tsc_after(self, ns: u64) -> u64 {
+        rdtsc().saturating_add(ns_to_ticks(ns))
+    }
+
+    /// Whether the TSC has reached `deadline_tsc`.
+    #[inline]
+    pub(crate) fn tsc_reached(self, deadline_tsc: u64) -> bool {
+        rdtsc() >= deadline_tsc
+    }
+
+    /// `ns` nanoseconds in TSC ticks, for [`Waitpkg::pause`].
+    #[inline]
+    pub(crate) fn ticks(self, ns: u64) -> u64 {
+        ns_to_ticks(ns)
+    }
+
+    /// A TPAUSE in C0.1 of `ticks` TSC ticks: the spin tier's pause.
+    #[inline]
+    pub(crate) fn pause(self, ticks: u64) {
+        self.tpause(WAITPKG_C0_1, rdtsc().wrapping_add(ticks));
     }
 
     /// [`umonitor`] on `word`.
@@ -193,18 +224,25 @@ pub(crate) struct MonitorX(());
 
 impl MonitorX {
     /// The token, if CPUID reports MONITORX.
-    pub(crate) fn new(caps: &crate::Capabilities) -> Option<MonitorX> {
-        caps.monitorx.then_some(MonitorX(()))
+    pub(crate) fn new(caps: &impl CpuidWaits) -> Option<MonitorX> {
+        caps.monitorx().then_some(MonitorX(()))
     }
 
-    /// The token without the CPUID check.
+    /// The token without the CPUID check (`None` only where the build has no
+    /// MONITORX instructions at all).
     ///
     /// # Safety
     ///
     /// The instructions must execute on this CPU (on the AMD EPYC guests this project
     /// is developed on they do, although CPUID hides them).
-    pub(crate) unsafe fn new_unchecked() -> MonitorX {
-        MonitorX(())
+    pub(crate) unsafe fn new_unchecked() -> Option<MonitorX> {
+        Some(MonitorX(()))
+    }
+
+    /// `ns` nanoseconds in TSC ticks (MWAITX's timer counts at the TSC rate).
+    #[inline]
+    pub(crate) fn ticks(self, ns: u64) -> u64 {
+        ns_to_ticks(ns)
     }
 
     /// [`monitorx`] on `word`.

@@ -10,8 +10,8 @@
 //! The TSC must be invariant (CPUID 0x8000_0007 EDX\[8\]) for a single rate to hold;
 //! every CPU with WAITPKG or MONITORX has one.
 
-use crate::arch::x86_64::rdtsc;
-use crate::clock::now_ns;
+use super::clock::now_ns;
+use super::x86::rdtsc;
 use std::sync::OnceLock;
 
 /// Time between the two calibration readings.
@@ -30,16 +30,18 @@ static RATE: OnceLock<TscRate> = OnceLock::new();
 
 /// The TSC rate of this machine (CPUID or a one-time calibration).
 pub(crate) fn rate() -> TscRate {
-    *RATE.get_or_init(|| match crate::Capabilities::detect().tsc_hz_cpuid {
-        Some(hz) if hz > 0 => TscRate {
-            hz,
-            calibrated: false,
+    *RATE.get_or_init(
+        || match super::cpuid::tsc_hz_from_cpuid(&raw_cpuid::CpuIdReaderNative) {
+            Some(hz) if hz > 0 => TscRate {
+                hz,
+                calibrated: false,
+            },
+            _ => TscRate {
+                hz: calibrate(),
+                calibrated: true,
+            },
         },
-        _ => TscRate {
-            hz: calibrate(),
-            calibrated: true,
-        },
-    })
+    )
 }
 
 /// One (monotonic ns, TSC) pair whose TSC reading is bracketed as tightly as possible.

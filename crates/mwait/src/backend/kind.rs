@@ -1,0 +1,90 @@
+//! [`Backend`]: the names of the waiting mechanisms, as `MWAIT_BACKEND` and the
+//! reports spell them.
+
+use std::fmt;
+
+/// A waiting mechanism. The ladder's hardware tier is one of `Umwait`, `Mwaitx` and
+/// `Kernel`; `Spin` and `Futex` name the ladders that have no hardware tier.
+///
+/// # Examples
+///
+/// ```
+/// let b: mwait::Backend = "futex".parse().unwrap();
+/// assert_eq!(b, mwait::Backend::Futex);
+/// assert_eq!(b.to_string(), "futex");
+/// assert!(!b.is_hardware());
+/// ```
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Backend {
+    /// Bounded PAUSE spin, then `sched_yield` rounds; never sleeps. The only ladder
+    /// on targets without futex.
+    Spin,
+    /// Spin (budget from the policy), then sleep on a futex.
+    Futex,
+    /// User-mode UMONITOR/UMWAIT (Intel WAITPKG), then futex.
+    Umwait,
+    /// User-mode MONITORX/MWAITX (AMD), then futex.
+    Mwaitx,
+    /// Ring-0 MONITOR/MWAIT through the `/dev/mwait` kernel shim, then futex.
+    Kernel,
+}
+
+impl Backend {
+    /// All backends, in the order auto-selection prefers them (best first).
+    pub const ALL: [Backend; 5] = [
+        Backend::Umwait,
+        Backend::Mwaitx,
+        Backend::Kernel,
+        Backend::Futex,
+        Backend::Spin,
+    ];
+
+    /// The name used by `MWAIT_BACKEND` and in reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Backend::Spin => "spin",
+            Backend::Futex => "futex",
+            Backend::Umwait => "umwait",
+            Backend::Mwaitx => "mwaitx",
+            Backend::Kernel => "kernel",
+        }
+    }
+
+    /// Whether this backend has a hardware tier (a monitor armed on the cell's line).
+    pub const fn is_hardware(self) -> bool {
+        matches!(self, Backend::Umwait | Backend::Mwaitx | Backend::Kernel)
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The error of parsing a backend name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseBackendError(pub(crate) String);
+
+impl fmt::Display for ParseBackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown backend `{}` (expected one of spin, futex, umwait, mwaitx, kernel)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for ParseBackendError {}
+
+impl std::str::FromStr for Backend {
+    type Err = ParseBackendError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Backend::ALL
+            .into_iter()
+            .find(|b| b.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| ParseBackendError(s.to_string()))
+    }
+}

@@ -1,0 +1,378 @@
+//! The tier ladder: [`run`] climbs spin tier → hardware tier → park tier, each a
+//! function of its own, and ends every wait in [`end`], which knows how it ended.
+//!
+//! A wait climbs at most three tiers, each bounded in time by its [`Resolved`] policy:
+//!
+//! 1. [`spin_tier`]: re-load the value with a pause between loads;
+//! 2. [`hardware_tier`]: episodes of a [`HardwareWait`] (a monitor armed on the line),
+//!    each followed by a re-check;
+//! 3. [`park_tier`]: announce, re-check and sleep through the protocol's park half
+//!    (or, with parking off, rounds of spin and yield).
+//!
+//! What the climb knows and learns on its way is one record, [`Climb`]: whether this
+//! thread just handed off to a parked partner, whether spinning can help, whether it
+//! spun, when the hardware tier began, whether it slept. The spin tier updates the
+//! cell's score as soon as it knows; the rest is learned once, where the wait ends.
+//! Per-cell learning is `adapt.rs`; the process-wide "can spinning help" is `load.rs`.
+
+pub(crate) mod adapt;
+pub(crate) mod load;
+
+use crate::backend::{spin, HardwareWait, HwWake};
+use crate::policy::{Resolved, WaitPolicy};
+use crate::primitive::{yield_now, AtomicU32, Ordering};
+use crate::protocol::{MonitorLine, Sleepers};
+use crate::sys::clock::now_ns;
+use crate::sys::park::Parked;
+use adapt::Adaptive;
+
+/// Length of one spin round of a waiter that never parks (`WaitPolicy::park(false)`
+/// or the spin backend), between two `sched_yield` calls.
+const NO_PARK_SPIN_ROUND_NS: u64 = 50_000;
+
+/// How a timed wait ended.
+///
+/// # Examples
+///
+/// ```
+/// use mwait::{WaitCell, WaitResult};
+/// use std::time::Duration;
+///
+/// let cell = WaitCell::new(7);
+/// let r = cell.wait_until_timeout(|v| v == 8, Duration::from_millis(1));
+/// assert_eq!(r, WaitResult::TimedOut(7));
+/// assert!(r.is_timed_out());
+/// assert_eq!(r.value(), 7);
+/// ```
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[must_use]
+pub enum WaitResult {
+    /// The predicate held for this value.
+    Ready(u32),
+    /// The deadline passed first; the last value seen, for which the predicate was
+    /// false.
+    TimedOut(u32),
+}
+
+impl WaitResult {
+    /// The value: the one that satisfied the predicate, or the last one seen.
+    pub const fn value(self) -> u32 {
+        match self {
+            WaitResult::Ready(v) | WaitResult::TimedOut(v) => v,
+        }
+    }
+
+    /// Whether the deadline passed first.
+    pub const fn is_timed_out(self) -> bool {
+        matches!(self, WaitResult::TimedOut(_))
+    }
+
+    /// `Some(value)` when the predicate held.
+    pub const fn ready(self) -> Option<u32> {
+        match self {
+            WaitResult::Ready(v) => Some(v),
+            WaitResult::TimedOut(_) => None,
+        }
+    }
+}
+
+/// Where a wait ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// The first look, before any tier.
+    Entry,
+    /// The inline spin in the caller's frame, before the ladder.
+    Inline,
+    /// The spin tier.
+    Spin,
+    /// The hardware tier.
+    Hardware,
+    /// The park tier: at a look before a park, or after one or more (see
+    /// [`Outcome::slept`]).
+    Park,
+    /// The spin-and-yield rounds of a waiter that never parks.
+    NoPark,
+    /// The deadline passed during a park, and the last look found the predicate
+    /// true after all.
+    AtDeadline,
+    /// The deadline passed: the predicate was false at the last look.
+    TimedOut,
+}
+
+/// How one wait ended: the value, where, and what the climb knew then.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    /// The value returned.
+    pub(crate) value: u32,
+    /// Where the wait ended.
+    pub(crate) ended: Ended,
+    /// Whether this thread had just woken a parked partner (a hand-off spin).
+    pub(crate) handoff: bool,
+    /// Whether the waiter slept in the kernel.
+    pub(crate) slept: bool,
+}
+
+impl Outcome {
+    /// A wait that ended before the ladder (at `Entry` or in the `Inline` spin).
+    #[inline(always)]
+    pub(crate) const fn before_ladder(value: u32, ended: Ended) -> Outcome {
+        Outcome {
+            value,
+            ended,
+            handoff: false,
+            slept: false,
+        }
+    }
+
+    /// What the caller gets.
+    #[inline(always)]
+    pub(crate) const fn result(self) -> WaitResult {
+        match self.ended {
+            Ended::TimedOut => WaitResult::TimedOut(self.value),
+            _ => WaitResult::Ready(self.value),
+        }
+    }
+}
+
+/// Every wait ends here, the ladder's and the ones that end before it: the one place
+/// that sees how each wait ended.
+#[inline(always)]
+pub(crate) fn end(outcome: Outcome) -> Outcome {
+    outcome
+}
+
+/// The cell as the ladder sees it.
+#[derive(Copy, Clone)]
+pub(crate) struct Waiter<'a> {
+    pub(crate) line: &'a MonitorLine,
+    pub(crate) sleepers: &'a Sleepers,
+    pub(crate) adapt: &'a Adaptive,
+}
+
+/// What one climb of the ladder knows and learns on its way.
+struct Climb<'a> {
+    cell: Waiter<'a>,
+    pol: Resolved,
+    /// Absolute deadline on the monotonic clock.
+    deadline: Option<u64>,
+    /// This thread woke a parked waiter since its last wait.
+    handoff: bool,
+    /// The spin budget of this wait (0: no spin).
+    spin_ns: u64,
+    /// Whether the CPU we would hold is free for us: spin and hardware tier allowed.
+    can_help: bool,
+    /// Whether the spin tier ran (and counted, for the adaptation).
+    spun: bool,
+    /// When the hardware tier began, if it ran.
+    hw_start: Option<u64>,
+    /// Whether the waiter slept in the kernel.
+    slept: bool,
+}
+
+impl<'a> Climb<'a> {
+    /// Resolves the spin budget and whether spinning can help. The clock and the
+    /// run-queue check are read only where a spin or a hardware wait may follow: a
+    /// waiter that goes straight to park (a slow producer) pays for neither.
+    fn start(cell: Waiter<'a>, pol: Resolved, deadline: Option<u64>) -> Climb<'a> {
+        let handoff = adapt::take_woke();
+        let spin_ns = match pol.adaptive {
+            false => pol.spin_ns,
+            true => {
+                let base = if handoff && pol.spin_ns > 0 {
+                    pol.spin_ns.max(adapt::HANDOFF_SPIN_NS)
+                } else {
+                    pol.spin_ns
+                };
+                cell.adapt.spin_budget(base, handoff)
+            }
+        };
+        // Whether the CPU we would hold is needed by others. A wait that will spin
+        // starts from the last reading of the run queue and spins its first round of
+        // loads before it reads the clock at all, so that a partner that answers
+        // within a few hundred ns is caught without the clock reads and checks on
+        // the round trip. The reading is refreshed right after that round, or here
+        // when it says no, so that a "no" cannot stick.
+        let can_help = !pol.adaptive
+            || (spin_ns == 0 && !pol.hw_wanted())
+            || load::spinning_could_help()
+            || load::spinning_can_help(now_ns());
+        Climb {
+            cell,
+            pol,
+            deadline,
+            handoff,
+            spin_ns: if can_help { spin_ns } else { 0 },
+            can_help,
+            spun: false,
+            hw_start: None,
+            slept: false,
+        }
+    }
+
+    fn word(&self) -> &'a AtomicU32 {
+        &self.cell.line.value
+    }
+
+    /// `t`, or the wait's deadline if that comes first.
+    fn cap(&self, t: u64) -> u64 {
+        self.deadline.map_or(t, |d| t.min(d))
+    }
+
+    /// The wait ends: learning from a wait that did not spin (did it end soon enough
+    /// for a spin to have caught it? Answered with the clock where the hardware tier
+    /// ran, its start being read anyway, else by whether the waiter ever slept in the
+    /// kernel), then [`end`].
+    fn finish(&self, value: u32, ended: Ended) -> Outcome {
+        let learns = matches!(ended, Ended::Hardware | Ended::Park);
+        if learns && self.pol.adaptive && !self.spun {
+            let adapt = self.cell.adapt;
+            match self.hw_start {
+                Some(t) => adapt.record_unspun_wait(t, now_ns(), self.pol.spin_ns),
+                None if !self.slept => adapt.record_spin(true),
+                None => {}
+            }
+        }
+        end(Outcome {
+            value,
+            ended,
+            handoff: self.handoff,
+            slept: self.slept,
+        })
+    }
+}
+
+/// Runs the ladder for one wait: spin → hardware wait → park (or yield, if parking
+/// is off). `deadline`: absolute, on the clock of `sys::clock::now_ns`.
+#[cold]
+#[inline(never)]
+pub(crate) fn run(
+    cell: Waiter<'_>,
+    pred: &mut dyn FnMut(u32) -> bool,
+    deadline: Option<u64>,
+    policy: &WaitPolicy,
+) -> Outcome {
+    let mut climb = Climb::start(cell, policy.resolve(), deadline);
+    if let Some(v) = spin_tier(&mut climb, pred) {
+        return climb.finish(v, Ended::Spin);
+    }
+    if let Some(hw) = climb
+        .pol
+        .hw
+        .filter(|_| climb.pol.hw_wanted() && climb.can_help)
+    {
+        if let Some(v) = hardware_tier(&mut climb, &hw, pred) {
+            return climb.finish(v, Ended::Hardware);
+        }
+    }
+    park_tier(&mut climb, pred)
+}
+
+/// Tier 1: a bounded spin, skipped when the budget is 0 (or spinning cannot help).
+/// Records on the cell whether it caught the change.
+fn spin_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32> {
+    if c.spin_ns == 0 {
+        return None;
+    }
+    c.spun = true;
+    let word = c.word();
+    let mut hit = spin::spin_round(word, &mut *pred, c.pol.spin_pause);
+    if hit.is_none() {
+        // The budget counts from this first clock reading, one round of loads after
+        // the spin began: a spin may last one round (LOADS_PER_CLOCK_READ pauses)
+        // longer than its budget, as its end may already overshoot.
+        let now = now_ns();
+        if c.pol.adaptive && !load::spinning_can_help(now) {
+            // The fresh reading says the CPUs are needed: stop, and do not count this
+            // as a failed spin.
+            c.can_help = false;
+            c.spun = false;
+        } else {
+            let until = c.cap(now.saturating_add(c.spin_ns));
+            hit = spin::spin_until(word, &mut *pred, until, c.pol.spin_pause);
+        }
+    }
+    if c.spun && c.pol.adaptive {
+        c.cell.adapt.note_caught(hit.is_some());
+        if c.handoff {
+            c.cell.adapt.record_handoff_spin(hit.is_some());
+        } else {
+            c.cell.adapt.record_spin(hit.is_some());
+        }
+    }
+    hit
+}
+
+/// Tier 2: episodes of `hw` until the predicate holds, the tier's budget ends, or the
+/// tier yields the CPU.
+fn hardware_tier(
+    c: &mut Climb<'_>,
+    hw: &impl HardwareWait,
+    pred: &mut dyn FnMut(u32) -> bool,
+) -> Option<u32> {
+    let t = now_ns();
+    c.hw_start = Some(t);
+    let until = c.cap(t.saturating_add(c.pol.hw_ns));
+    let word = c.word();
+    loop {
+        let v = word.load(Ordering::Acquire);
+        if pred(v) {
+            return Some(v);
+        }
+        if now_ns() >= until {
+            return None;
+        }
+        match hw.wait_episode(word, v, until, c.pol.cstate) {
+            HwWake::Woken | HwWake::Deadline => {}
+            HwWake::Yield => return None,
+        }
+    }
+}
+
+/// Tier 3: park until the predicate holds or the deadline passes (or, with parking
+/// off, spin in rounds and yield between them).
+fn park_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Outcome {
+    let word = c.word();
+    loop {
+        let v = word.load(Ordering::Acquire);
+        if pred(v) {
+            return c.finish(v, Ended::Park);
+        }
+        if c.deadline.is_some_and(|d| now_ns() >= d) {
+            return c.finish(v, Ended::TimedOut);
+        }
+        if !c.pol.park {
+            if let Some(v) = no_park_round(c, pred) {
+                return c.finish(v, Ended::NoPark);
+            }
+            continue;
+        }
+        let adapt = c.cell.adapt;
+        adapt.note_parking();
+        adapt.note_caught(false);
+        match c.cell.line.park(c.cell.sleepers, &mut *pred, c.deadline) {
+            Ok(v) => return c.finish(v, Ended::Park),
+            Err(Parked::Woken) => c.slept = true,
+            Err(Parked::TimedOut) => {
+                let v = word.load(Ordering::Acquire);
+                let ended = if pred(v) {
+                    Ended::AtDeadline
+                } else {
+                    Ended::TimedOut
+                };
+                return c.finish(v, ended);
+            }
+        }
+    }
+}
+
+/// One round of a waiter that never parks: spin, then give the CPU back, so that a
+/// partner waiting for this CPU gets it at least between rounds.
+fn no_park_round(c: &Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32> {
+    let round = c.pol.spin_ns.max(NO_PARK_SPIN_ROUND_NS);
+    let until = c.cap(now_ns().saturating_add(round));
+    let hit = spin::spin_until(c.word(), pred, until, c.pol.spin_pause);
+    if hit.is_none() {
+        yield_now();
+    }
+    hit
+}

@@ -1,0 +1,417 @@
+//! The process-wide choice of backend: detection → environment → the backend, its
+//! hardware tier and the default budgets ([`plan`], [`select`], [`selection`]).
+
+use crate::backend::kind::Backend;
+use crate::backend::spin::SpinPause;
+use crate::backend::{self, HwTier};
+use crate::detect::Capabilities;
+use std::fmt;
+use std::sync::OnceLock;
+
+/// Default spin budget on bare metal: about one cache-line round trip between
+/// sockets plus the partner's reaction time, and what libc++ uses for `atomic::wait`.
+pub const SPIN_BUDGET_NS: u64 = 4_000;
+/// Default spin budget under a hypervisor: shorter, because the partner's vCPU may be
+/// descheduled (lock-holder preemption) and spinning for it only burns our time slice.
+pub const SPIN_BUDGET_HYPERVISOR_NS: u64 = 1_500;
+/// Default hardware-wait budget before parking: long enough to cover a futex
+/// round trip (tens of µs), short enough that a waiter that the scheduler could use
+/// elsewhere gives the CPU back soon.
+pub const HW_BUDGET_NS: u64 = 50_000;
+
+/// The default budgets of this process, derived from detection.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Defaults {
+    /// Spin budget in ns (0: never spin).
+    pub spin_ns: u64,
+    /// Hardware-wait budget in ns.
+    pub hw_ns: u64,
+}
+
+impl Defaults {
+    /// The defaults for a machine with these capabilities.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let d = mwait::Defaults::for_caps(mwait::Capabilities::detect());
+    /// assert!(d.spin_ns <= mwait::SPIN_BUDGET_NS);
+    /// ```
+    pub fn for_caps(caps: &Capabilities) -> Defaults {
+        let spin_ns = if caps.usable_cpus <= 1 {
+            // Spinning on the only CPU we have delays the very thread we wait for.
+            0
+        } else if caps.hypervisor {
+            SPIN_BUDGET_HYPERVISOR_NS
+        } else {
+            SPIN_BUDGET_NS
+        };
+        Defaults {
+            spin_ns,
+            hw_ns: HW_BUDGET_NS,
+        }
+    }
+}
+
+/// The environment's say in the choice: `MWAIT_BACKEND`, `MWAIT_DISABLE`,
+/// `MWAIT_UNSAFE_FORCE`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EnvConfig {
+    /// `MWAIT_BACKEND`: `auto` (or unset) or a backend name.
+    pub backend: Option<String>,
+    /// `MWAIT_DISABLE`: a comma-separated list of backend names, or `hw`/`all` for
+    /// every hardware backend: the kill switch.
+    pub disable: Option<String>,
+    /// `MWAIT_UNSAFE_FORCE=1`: a *test-only* override that lets `MWAIT_BACKEND` force a
+    /// hardware backend that CPUID does not offer. Executing an instruction the CPU
+    /// lacks raises SIGILL; use it only where the instruction is known to execute.
+    pub unsafe_force: bool,
+}
+
+impl EnvConfig {
+    /// Reads the variables of this process.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let env = mwait::EnvConfig::from_env();
+    /// if env.backend.is_none() {
+    ///     println!("MWAIT_BACKEND is unset: auto-selection");
+    /// }
+    /// ```
+    pub fn from_env() -> EnvConfig {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        EnvConfig {
+            backend: var("MWAIT_BACKEND"),
+            disable: var("MWAIT_DISABLE"),
+            unsafe_force: var("MWAIT_UNSAFE_FORCE").is_some_and(|v| v.trim() == "1"),
+        }
+    }
+}
+
+/// Why the environment's choice was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SelectError(String);
+
+impl fmt::Display for SelectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SelectError {}
+
+/// The process's backend and why it was chosen.
+///
+/// # Examples
+///
+/// ```
+/// let sel = mwait::selection();
+/// println!("backend: {} ({})", sel.backend, sel.reason);
+/// assert!(mwait::Capabilities::detect().offers(sel.backend) || sel.unsafe_forced);
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Selection {
+    /// The chosen backend.
+    pub backend: Backend,
+    /// Why it was chosen, in a sentence.
+    pub reason: String,
+    /// Backends the kill switch turned off.
+    pub disabled: Vec<Backend>,
+    /// Whether `MWAIT_BACKEND` chose it.
+    pub forced: bool,
+    /// Whether `MWAIT_UNSAFE_FORCE` let it past CPUID.
+    pub unsafe_forced: bool,
+    /// Hardware backends that were offered but could not be used, with the reason.
+    pub rejected: Vec<(Backend, String)>,
+    /// A forced hardware backend that failed its self-test, with the reason.
+    pub demoted: Option<(Backend, String)>,
+    /// The default budgets.
+    pub defaults: Defaults,
+    pub(crate) hw: Option<HwTier>,
+    pub(crate) spin_pause: Option<SpinPause>,
+}
+
+fn parse_disable(s: Option<&str>) -> Result<Vec<Backend>, SelectError> {
+    let mut out = Vec::new();
+    for item in s
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        match item.to_ascii_lowercase().as_str() {
+            "hw" | "hardware" => out.extend([Backend::Umwait, Backend::Mwaitx, Backend::Kernel]),
+            "all" => out.extend([Backend::Umwait, Backend::Mwaitx, Backend::Kernel]),
+            _ => out.push(
+                item.parse()
+                    .map_err(|e| SelectError(format!("MWAIT_DISABLE: {e}")))?,
+            ),
+        }
+    }
+    Ok(out)
+}
+
+/// Chooses the backend from capabilities and the environment without touching the
+/// hardware: no instruction runs, no device is opened. [`select`] then builds the
+/// chosen tier; this is the part that tests run on recorded CPUID dumps of other CPUs.
+///
+/// # Examples
+///
+/// ```
+/// use mwait::{plan, Backend, Capabilities, EnvConfig};
+/// let env = EnvConfig { backend: Some("futex".into()), ..EnvConfig::default() };
+/// # if cfg!(target_os = "linux") {
+/// let sel = plan(Capabilities::detect(), &env).unwrap();
+/// assert_eq!(sel.backend, Backend::Futex);
+/// assert!(sel.forced);
+/// # }
+/// ```
+pub fn plan(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectError> {
+    let disabled = parse_disable(env.disable.as_deref())?;
+    let defaults = Defaults::for_caps(caps);
+    let forced = match env.backend.as_deref().map(str::trim) {
+        None => None,
+        Some(s) if s.eq_ignore_ascii_case("auto") => None,
+        Some(s) => Some(
+            s.parse::<Backend>()
+                .map_err(|e| SelectError(format!("MWAIT_BACKEND: {e}")))?,
+        ),
+    };
+    let base = Selection {
+        backend: Backend::Spin,
+        reason: String::new(),
+        disabled: disabled.clone(),
+        forced: false,
+        unsafe_forced: false,
+        rejected: Vec::new(),
+        demoted: None,
+        defaults,
+        hw: None,
+        spin_pause: None,
+    };
+    if let Some(b) = forced {
+        if disabled.contains(&b) {
+            return Err(SelectError(format!(
+                "MWAIT_BACKEND={b} conflicts with MWAIT_DISABLE, which turns {b} off"
+            )));
+        }
+        let offered = caps.offers(b);
+        let allowed = offered || (env.unsafe_force && b.is_hardware());
+        if !allowed {
+            return Err(SelectError(format!(
+                "MWAIT_BACKEND={b}: this machine does not offer it ({}); unset \
+                 MWAIT_BACKEND, or for tests on a CPU known to execute it set \
+                 MWAIT_UNSAFE_FORCE=1",
+                missing_reason(caps, b)
+            )));
+        }
+        return Ok(Selection {
+            backend: b,
+            reason: if offered {
+                format!("forced by MWAIT_BACKEND={b}")
+            } else {
+                format!(
+                    "forced by MWAIT_BACKEND={b} past CPUID with MWAIT_UNSAFE_FORCE=1 ({})",
+                    missing_reason(caps, b)
+                )
+            },
+            forced: true,
+            unsafe_forced: !offered,
+            ..base
+        });
+    }
+    let mut rejected = Vec::new();
+    for b in Backend::ALL {
+        if !caps.offers(b) {
+            continue;
+        }
+        if disabled.contains(&b) {
+            rejected.push((b, "turned off by MWAIT_DISABLE".to_string()));
+            continue;
+        }
+        let reason = if b.is_hardware() {
+            format!("best offered: {}", offered_reason(b))
+        } else if rejected.is_empty() {
+            match b {
+                Backend::Futex => "no hardware wait is offered (no WAITPKG, no MONITORX, \
+                                   no usable /dev/mwait)"
+                    .to_string(),
+                _ => "no futex on this OS and no hardware wait".to_string(),
+            }
+        } else {
+            let list: Vec<String> = rejected.iter().map(|(b, e)| format!("{b}: {e}")).collect();
+            format!("no usable hardware wait ({})", list.join("; "))
+        };
+        return Ok(Selection {
+            backend: b,
+            reason,
+            rejected,
+            ..base
+        });
+    }
+    unreachable!("Backend::Spin is always offered")
+}
+
+/// Chooses the backend ([`plan`]) and builds its hardware tier: opens the device,
+/// runs the tier's self-test. A tier that cannot be built is skipped (auto) or, when
+/// forced, replaced by the best non-hardware ladder, with the reason in
+/// [`Selection::demoted`] and [`Selection::reason`].
+///
+/// # Examples
+///
+/// ```
+/// use mwait::{select, Capabilities, EnvConfig};
+/// let sel = select(Capabilities::detect(), &EnvConfig::default()).unwrap();
+/// println!("{}: {}", sel.backend, sel.reason);
+/// ```
+pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectError> {
+    let mut env = env.clone();
+    let mut demoted: Option<(Backend, String)> = None;
+    let mut failed: Vec<(Backend, String)> = Vec::new();
+    loop {
+        let mut sel = plan(caps, &env)?;
+        sel.demoted = demoted.clone();
+        sel.rejected.splice(0..0, failed.iter().cloned());
+        sel.spin_pause = backend::spin::pause_token(
+            caps,
+            !sel.disabled.contains(&Backend::Umwait),
+            sel.unsafe_forced && sel.backend == Backend::Umwait,
+        );
+        if !sel.backend.is_hardware() {
+            if let Some((b, why)) = &demoted {
+                sel.reason = format!("MWAIT_BACKEND={b} was {why}; using {}", sel.backend);
+            }
+            return Ok(sel);
+        }
+        match backend::hw_tier(sel.backend, caps, sel.unsafe_forced) {
+            Ok(t) => {
+                sel.hw = Some(t);
+                return Ok(sel);
+            }
+            Err(e) => {
+                let b = sel.backend;
+                if sel.forced {
+                    if matches!(e, backend::HwError::Unavailable(_)) {
+                        return Err(SelectError(format!(
+                            "MWAIT_BACKEND={b}: cannot use it: {e}"
+                        )));
+                    }
+                    demoted = Some((b, e.to_string()));
+                    env.backend = None;
+                    // A forced tier that failed falls back to the ladders every
+                    // machine has, not to another hardware tier.
+                    let mut off = env.disable.take().unwrap_or_default();
+                    off.push_str(",hw");
+                    env.disable = Some(off);
+                } else {
+                    failed.push((b, e.to_string()));
+                }
+                let mut off = env.disable.take().unwrap_or_default();
+                off.push_str(&format!(",{b}"));
+                env.disable = Some(off);
+            }
+        }
+    }
+}
+
+fn missing_reason(caps: &Capabilities, b: Backend) -> String {
+    match b {
+        Backend::Umwait => "CPUID.7.0:ECX[5] WAITPKG is 0".into(),
+        Backend::Mwaitx => "CPUID.8000_0001:ECX[29] MONITORX is 0".into(),
+        Backend::Kernel if !caps.monitor_mwait => "CPUID.1:ECX[3] MONITOR is 0".into(),
+        Backend::Kernel => "/dev/mwait does not exist (load kmod/mwait.ko)".into(),
+        Backend::Futex => "futex exists only on Linux".into(),
+        Backend::Spin => "always offered".into(),
+    }
+}
+
+fn offered_reason(b: Backend) -> &'static str {
+    match b {
+        Backend::Umwait => "CPUID reports WAITPKG (UMONITOR/UMWAIT)",
+        Backend::Mwaitx => "CPUID reports MONITORX (MONITORX/MWAITX)",
+        Backend::Kernel => "CPUID reports MONITOR/MWAIT and /dev/mwait is loaded",
+        Backend::Futex | Backend::Spin => "",
+    }
+}
+
+static SELECTION: OnceLock<Result<Selection, SelectError>> = OnceLock::new();
+
+/// The process's backend choice, made once from [`Capabilities::detect`] and the
+/// environment, or the reason the environment's choice was refused.
+///
+/// # Examples
+///
+/// ```
+/// match mwait::try_selection() {
+///     Ok(sel) => println!("waiting with {}", sel.backend),
+///     Err(e) => eprintln!("bad MWAIT_BACKEND: {e}"),
+/// }
+/// ```
+pub fn try_selection() -> Result<&'static Selection, &'static SelectError> {
+    SELECTION
+        .get_or_init(|| select(Capabilities::detect(), &EnvConfig::from_env()))
+        .as_ref()
+}
+
+/// The process's backend choice.
+///
+/// # Panics
+///
+/// When `MWAIT_BACKEND` or `MWAIT_DISABLE` asks for something this machine cannot do:
+/// a wait must not silently use another mechanism than the one its operator forced.
+/// Call [`try_selection`] at start-up to report that error yourself.
+///
+/// # Examples
+///
+/// ```
+/// let sel = mwait::selection();
+/// assert!(!sel.reason.is_empty());
+/// ```
+pub fn selection() -> &'static Selection {
+    match try_selection() {
+        Ok(s) => s,
+        Err(e) => panic!("mwait: {e}"),
+    }
+}
+
+/// The hardware tier of `b` for a per-call forced backend, built once per backend.
+pub(crate) fn backend_hw(b: Backend) -> Option<HwTier> {
+    if !b.is_hardware() {
+        return None;
+    }
+    // The model checker has no hardware: every hardware tier is loom's stand-in, an
+    // episode that may end spuriously at any point.
+    if let Some(m) = backend::model::Model::new() {
+        return Some(HwTier::Model(m));
+    }
+    {
+        static CACHE: [OnceLock<Result<HwTier, backend::HwError>>; 3] =
+            [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+        let i = match b {
+            Backend::Umwait => 0,
+            Backend::Mwaitx => 1,
+            _ => 2,
+        };
+        let r = CACHE[i].get_or_init(|| {
+            let caps = Capabilities::detect();
+            let env = EnvConfig::from_env();
+            let offered = caps.offers(b);
+            if !offered && !env.unsafe_force {
+                return Err(backend::HwError::Unavailable(format!(
+                    "this machine does not offer it ({})",
+                    missing_reason(caps, b)
+                )));
+            }
+            backend::hw_tier(b, caps, !offered)
+        });
+        match r {
+            Ok(t) => Some(*t),
+            // A tier that failed its self-test is a no-op here: these waits skip it.
+            Err(backend::HwError::Demoted(_)) => None,
+            Err(e) => panic!("mwait: WaitPolicy::backend({b}): {e}"),
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! The loom model: a futex made of a mutex (the kernel's hash-bucket lock) and a
+//! condvar (its sleep queue) per cell, the symmetric `SeqCst` barrier (loom cannot
+//! model `membarrier`), model time, and a hardware tier whose episodes may end at any
+//! point.
+
+use super::park::Parked;
+use crate::primitive::{AtomicU32, Ordering};
+
+// Loom cannot model `membarrier`: notifiers never take the light path, and the
+// model machine has no CPUs to tell apart and is never oversubscribed.
+pub(crate) use super::plain::{
+    current_cpu, light_notify, running_threads, usable_cpus, waiter_barrier,
+};
+
+/// The model futex parks: the park tier is exercised.
+pub(crate) const HAS_FUTEX: bool = true;
+
+/// The sleep queue of one cell. Timed waits never sleep in the model (a timeout may
+/// fire at any moment, so returning at once is one of the behaviours a real timed
+/// wait has).
+#[derive(Debug, Default)]
+pub(crate) struct Queue {
+    lock: loom::sync::Mutex<()>,
+    cv: loom::sync::Condvar,
+}
+
+impl Queue {
+    pub(crate) fn new() -> Queue {
+        Queue::default()
+    }
+}
+
+/// Compares under the queue's lock, then sleeps on its condvar.
+pub(crate) fn wait(
+    queue: &Queue,
+    word: &AtomicU32,
+    expected: u32,
+    deadline_ns: Option<u64>,
+    _shared: bool,
+) -> Parked {
+    let g = queue.lock.lock().unwrap();
+    if word.load(Ordering::SeqCst) != expected {
+        return Parked::Woken;
+    }
+    if deadline_ns.is_some() {
+        return Parked::TimedOut;
+    }
+    drop(queue.cv.wait(g).unwrap());
+    Parked::Woken
+}
+
+/// Wakes every sleeper of the queue (waking more than `n` is allowed: they re-check).
+pub(crate) fn wake(queue: &Queue, _word: &AtomicU32, _n: u32, _shared: bool) -> usize {
+    let _g = queue.lock.lock().unwrap();
+    queue.cv.notify_all();
+    0
+}
+
+/// Model time: every reading advances this thread's clock by [`LOOM_TICK_NS`], so spin
+/// and hardware budgets run out after a reading or two and the model stays small,
+/// while the ladder's deadline logic still runs.
+pub(crate) fn now_ns() -> u64 {
+    loom::thread_local! {
+        static NOW: core::cell::Cell<u64> = core::cell::Cell::new(1_000_000_000);
+    }
+    NOW.with(|c| {
+        let t = c.get() + LOOM_TICK_NS;
+        c.set(t);
+        t
+    })
+}
+
+/// How far one reading of the model clock advances it.
+pub(crate) const LOOM_TICK_NS: u64 = 1_000_000;
+
+/// Loom's stand-in for every hardware tier: an episode is a yield that returns, i.e.
+/// a wait that may end spuriously at any point.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct ModelHardware;
+
+impl ModelHardware {
+    /// One episode: give the other model threads a turn.
+    pub(crate) fn episode(self) {
+        loom::thread::yield_now();
+    }
+}
+
+/// The model's hardware tier, whichever backend asks.
+pub(crate) fn model_hardware() -> Option<ModelHardware> {
+    Some(ModelHardware)
+}

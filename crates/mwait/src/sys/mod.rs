@@ -1,0 +1,157 @@
+//! The platform layer: the only part of the crate that dispatches on the operating
+//! system, the architecture and the loom model. Everything above it is written once.
+//!
+//! Each platform is one file, picked by one `cfg` line below:
+//!
+//! | file | target | park | waiter barrier |
+//! | --- | --- | --- | --- |
+//! | `linux.rs` | Linux | futex | `membarrier`, else a fence |
+//! | `yield_loop.rs` | every other target | a `sched_yield` loop (never sleeps) | a fence |
+//! | `loom.rs` | `--cfg loom` | a mutex and a condvar per cell | a fence |
+//!
+//! A platform file provides the items of [`park`] (with the contract written there),
+//! and the few facts the ladder reads about the machine: [`current_cpu`],
+//! [`running_threads`], [`usable_cpus`] and [`HAS_FUTEX`]. To add a platform, write its
+//! file with those items and add its line to the dispatch below.
+//!
+//! The x86-64 instructions and their capability tokens are `x86_64.rs` (with stand-ins
+//! in `no_x86.rs`, whose tokens cannot be built, elsewhere); the `/dev/mwait` calls
+//! are `dev_mwait.rs` (Linux on x86-64 only, `no_dev_mwait.rs` elsewhere); the clock
+//! is `clock.rs`; the counters of the `test-counters` feature are `counters.rs`.
+
+pub(crate) mod clock;
+// The loom model counts nothing.
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) mod counters;
+#[cfg(any(loom, not(target_os = "linux")))]
+mod plain;
+
+#[cfg(all(target_os = "linux", not(loom)))]
+#[path = "linux.rs"]
+mod platform;
+#[cfg(all(not(target_os = "linux"), not(loom)))]
+#[path = "yield_loop.rs"]
+mod platform;
+#[cfg(loom)]
+#[path = "loom.rs"]
+mod platform;
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod cpuid;
+#[cfg(all(target_arch = "x86_64", not(loom)))]
+pub(crate) mod tsc;
+#[cfg(all(target_arch = "x86_64", not(loom)))]
+#[path = "x86_64.rs"]
+pub(crate) mod x86;
+#[cfg(not(all(target_arch = "x86_64", not(loom))))]
+#[path = "no_x86.rs"]
+pub(crate) mod x86;
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
+#[path = "dev_mwait.rs"]
+pub(crate) mod dev_mwait;
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(loom))))]
+#[path = "no_dev_mwait.rs"]
+pub(crate) mod dev_mwait;
+
+#[cfg(not(loom))]
+pub(crate) use no_model::{model_hardware, ModelHardware};
+pub(crate) use platform::{current_cpu, running_threads, usable_cpus, HAS_FUTEX};
+#[cfg(loom)]
+pub(crate) use platform::{model_hardware, ModelHardware};
+
+/// Outside the loom model there is no simulated hardware tier: its type is empty.
+#[cfg(not(loom))]
+mod no_model {
+    /// The simulated monitor, which only the loom model has.
+    #[derive(Copy, Clone, Debug)]
+    pub(crate) enum ModelHardware {}
+
+    impl ModelHardware {
+        /// Unreachable: no value of this type exists.
+        pub(crate) fn episode(self) {
+            match self {}
+        }
+    }
+
+    /// None: real builds have real tiers only.
+    pub(crate) fn model_hardware() -> Option<ModelHardware> {
+        None
+    }
+}
+
+/// Whether this build has the x86-64 wait instructions (UMWAIT, MWAITX, TPAUSE).
+pub(crate) const HAS_X86_WAITS: bool = x86::AVAILABLE;
+/// Whether this build can talk to the `/dev/mwait` kernel shim.
+pub(crate) const HAS_DEV_MWAIT: bool = dev_mwait::AVAILABLE;
+
+/// What detection reports about the x86 wait instructions: the proof that the
+/// capability tokens of [`x86`] ask for (implemented by `Capabilities`).
+// Only the real tokens of `x86_64.rs` read it.
+#[cfg_attr(not(all(target_arch = "x86_64", not(loom))), allow(dead_code))]
+pub(crate) trait CpuidWaits {
+    /// CPUID.7.0:ECX\[5\] WAITPKG.
+    fn waitpkg(&self) -> bool;
+    /// CPUID.8000_0001:ECX\[29\] MONITORX.
+    fn monitorx(&self) -> bool;
+}
+
+/// Why one `/dev/mwait` wait returned.
+// Only `dev_mwait.rs` makes these; elsewhere the kernel tier cannot run.
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64", not(loom))),
+    allow(dead_code)
+)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum ShimWake {
+    /// The word changed, or the wait ended for no stated reason: re-check.
+    Woken,
+    /// The deadline passed.
+    Deadline,
+    /// The scheduler needs the CPU, a signal is pending, or the module refused.
+    Yield,
+}
+
+/// Sleeping in the kernel until another thread changes a word, and the barrier that
+/// makes announcing such a sleeper cheap for notifiers.
+///
+/// The contract every platform file meets:
+///
+/// - [`Queue`]: per-word state that a platform may keep beside the word (the loom
+///   model keeps its sleep queue there); zero-sized where the kernel keys sleepers by
+///   address. `Queue::new` is a `const fn` outside the loom model.
+/// - [`wait`]`(queue, word, expected, deadline_ns, shared) -> Parked`: sleeps while
+///   `word` holds `expected`, until woken by [`wake`], until the monotonic clock of
+///   [`clock::now_ns`] reaches `deadline_ns` (absolute; `None`: no deadline), or for
+///   no reason at all. The comparison with `expected` and the decision to sleep must
+///   be atomic with respect to [`wake`] (a store followed by a `wake` that lands
+///   between our caller's last check and our sleep must not be lost). Returns
+///   [`Parked::TimedOut`] only once the deadline has passed; every other return is
+///   [`Parked::Woken`] and the caller re-checks. A platform with no sleep may return
+///   `Woken` at once (after yielding the CPU).
+/// - [`wake`]`(queue, word, n, shared) -> usize`: wakes up to `n` sleepers of `word`
+///   (`u32::MAX`: all); returns how many it woke where the platform says, else 0.
+///   `shared`: the word lives in memory shared between processes (a non-private
+///   futex, say); the same flag is passed to `wait` and `wake` of one word.
+/// - [`waiter_barrier`]: the waiter's half of the barrier between announcing a
+///   sleeper and re-checking the word (see `protocol.rs`): a `SeqCst` fence at
+///   least; something heavier (`membarrier`) where [`light_notify`] can return true.
+/// - [`light_notify`]: whether notifiers may order their store before their look at
+///   the sleeper count with a compiler barrier alone. It may return true only after
+///   every later [`waiter_barrier`] is a process-wide barrier (every CPU running a
+///   thread of this process executes a full barrier before it returns).
+pub(crate) mod park {
+    pub(crate) use super::platform::{light_notify, wait, waiter_barrier, wake, Queue};
+
+    /// How a park ended.
+    #[derive(Copy, Clone, Debug, PartialEq, Eq)]
+    pub(crate) enum Parked {
+        /// Woken, the value changed before we slept, a signal, or spurious: re-check.
+        Woken,
+        /// The deadline passed.
+        TimedOut,
+    }
+
+    /// `wake`'s `n` for "every sleeper".
+    pub(crate) const ALL: u32 = u32::MAX;
+}

@@ -1,0 +1,32 @@
+//! The parts of a platform that has no process-wide barrier and tells nothing about
+//! CPUs or load: what every platform but Linux uses today (`yield_loop.rs`, the loom
+//! model), and a starting point for a new one.
+
+use crate::primitive::{fence, Ordering};
+
+/// No process-wide barrier here: notifiers never take the light path.
+#[inline(always)]
+pub(crate) fn light_notify() -> bool {
+    false
+}
+
+/// A `SeqCst` fence, the symmetric protocol's half.
+pub(crate) fn waiter_barrier() {
+    fence(Ordering::SeqCst);
+}
+
+/// Unknown here.
+#[inline]
+pub(crate) fn current_cpu() -> u32 {
+    u32::MAX
+}
+
+/// Unknown here: spinning is never turned off for load.
+pub(crate) fn running_threads() -> Option<usize> {
+    None
+}
+
+/// Unknown here: the caller asks the standard library.
+pub(crate) fn usable_cpus() -> Option<usize> {
+    None
+}
