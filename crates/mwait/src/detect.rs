@@ -119,6 +119,76 @@ impl Capabilities {
         DETECTED.get_or_init(detect_now)
     }
 
+    /// Capabilities of a target without CPUID: no hardware wait at all.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let caps = mwait::Capabilities::without_cpuid(mwait::OsFacts::read());
+    /// assert!(caps.offered().iter().all(|b| !b.is_hardware()));
+    /// ```
+    pub fn without_cpuid(os: OsFacts) -> Capabilities {
+        Capabilities {
+            vendor: Vendor::Other(std::env::consts::ARCH.to_string()),
+            brand: String::new(),
+            family_model_stepping: (0, 0, 0),
+            hypervisor: false,
+            hypervisor_vendor: None,
+            monitor_mwait: false,
+            monitor_line: None,
+            mwait_substates: None,
+            mwait_interrupt_break: false,
+            waitpkg: false,
+            monitorx: false,
+            tsc_invariant: false,
+            tsc_hz_cpuid: None,
+            umwait_control: os.umwait_control,
+            dev_mwait: os.dev_mwait,
+            usable_cpus: os.usable_cpus,
+        }
+    }
+
+    /// The backends whose instructions or devices this machine offers, best first
+    /// (before any kill switch or self-test).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let offered = mwait::Capabilities::detect().offered();
+    /// assert_eq!(offered.last(), Some(&mwait::Backend::Spin));
+    /// ```
+    pub fn offered(&self) -> Vec<Backend> {
+        Backend::ALL
+            .into_iter()
+            .filter(|&b| self.offers(b))
+            .collect()
+    }
+
+    /// Whether this machine offers `backend` (CPUID, device and OS facts only).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(mwait::Capabilities::detect().offers(mwait::Backend::Spin));
+    /// ```
+    pub fn offers(&self, backend: Backend) -> bool {
+        match backend {
+            Backend::Spin => true,
+            Backend::Futex => sys::HAS_FUTEX,
+            Backend::Umwait => sys::HAS_X86_WAITS && self.waitpkg,
+            Backend::Mwaitx => sys::HAS_X86_WAITS && self.monitorx,
+            Backend::Kernel => sys::HAS_DEV_MWAIT && self.monitor_mwait && self.dev_mwait,
+        }
+    }
+}
+
+fn detect_now() -> Capabilities {
+    Capabilities::native(OsFacts::read())
+}
+
+/// Detection through CPUID, on the one architecture that has it.
+#[cfg(target_arch = "x86_64")]
+impl Capabilities {
     /// Decodes the capabilities from a CPUID reader and OS facts. This is the pure part
     /// of detection: tests feed it recorded CPUID dumps.
     ///
@@ -140,7 +210,6 @@ impl Capabilities {
     /// assert!(caps.monitor_mwait && !caps.waitpkg);
     /// # }
     /// ```
-    #[cfg(target_arch = "x86_64")]
     pub fn from_cpuid<R: raw_cpuid::CpuIdReader>(reader: R, os: OsFacts) -> Capabilities {
         use raw_cpuid::CpuId;
         let raw = reader.clone();
@@ -247,77 +316,16 @@ impl Capabilities {
         }
     }
 
-    /// Capabilities of a target without CPUID: no hardware wait at all.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let caps = mwait::Capabilities::without_cpuid(mwait::OsFacts::read());
-    /// assert!(caps.offered().iter().all(|b| !b.is_hardware()));
-    /// ```
-    pub fn without_cpuid(os: OsFacts) -> Capabilities {
-        Capabilities {
-            vendor: Vendor::Other(std::env::consts::ARCH.to_string()),
-            brand: String::new(),
-            family_model_stepping: (0, 0, 0),
-            hypervisor: false,
-            hypervisor_vendor: None,
-            monitor_mwait: false,
-            monitor_line: None,
-            mwait_substates: None,
-            mwait_interrupt_break: false,
-            waitpkg: false,
-            monitorx: false,
-            tsc_invariant: false,
-            tsc_hz_cpuid: None,
-            umwait_control: os.umwait_control,
-            dev_mwait: os.dev_mwait,
-            usable_cpus: os.usable_cpus,
-        }
-    }
-
-    /// The backends whose instructions or devices this machine offers, best first
-    /// (before any kill switch or self-test).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let offered = mwait::Capabilities::detect().offered();
-    /// assert_eq!(offered.last(), Some(&mwait::Backend::Spin));
-    /// ```
-    pub fn offered(&self) -> Vec<Backend> {
-        Backend::ALL
-            .into_iter()
-            .filter(|&b| self.offers(b))
-            .collect()
-    }
-
-    /// Whether this machine offers `backend` (CPUID, device and OS facts only).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert!(mwait::Capabilities::detect().offers(mwait::Backend::Spin));
-    /// ```
-    pub fn offers(&self, backend: Backend) -> bool {
-        match backend {
-            Backend::Spin => true,
-            Backend::Futex => sys::HAS_FUTEX,
-            Backend::Umwait => sys::HAS_X86_WAITS && self.waitpkg,
-            Backend::Mwaitx => sys::HAS_X86_WAITS && self.monitorx,
-            Backend::Kernel => sys::HAS_DEV_MWAIT && self.monitor_mwait && self.dev_mwait,
-        }
+    /// This CPU's capabilities.
+    fn native(os: OsFacts) -> Capabilities {
+        Capabilities::from_cpuid(raw_cpuid::CpuIdReaderNative, os)
     }
 }
 
-fn detect_now() -> Capabilities {
-    let os = OsFacts::read();
-    #[cfg(target_arch = "x86_64")]
-    {
-        Capabilities::from_cpuid(raw_cpuid::CpuIdReaderNative, os)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
+/// No CPUID here: no hardware wait.
+#[cfg(not(target_arch = "x86_64"))]
+impl Capabilities {
+    fn native(os: OsFacts) -> Capabilities {
         Capabilities::without_cpuid(os)
     }
 }

@@ -154,8 +154,6 @@ fn self_test_wait_ns(tier: HwTier, caps: &crate::Capabilities) -> u64 {
 }
 
 /// Why a hardware tier cannot be used.
-// The model has no hardware to test.
-#[cfg_attr(loom, allow(dead_code))]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum HwError {
     /// The machine lacks it or it could not be set up.

@@ -1,8 +1,8 @@
 //! The `/dev/mwait` kernel shim (`kmod/`): opening the device and one `WAIT` ioctl.
 //! Linux on x86-64 only; `no_dev_mwait.rs` stands in elsewhere.
 
+use super::contract::ShimWake;
 use super::counters::{self, Counter};
-use super::ShimWake;
 use crate::primitive::AtomicU32;
 use std::sync::OnceLock;
 

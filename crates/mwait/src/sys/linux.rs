@@ -1,7 +1,7 @@
 //! Linux: futex, `membarrier`, `sched_getcpu`, `/proc/loadavg`, `sched_getaffinity`.
 
+use super::contract::Parked;
 use super::counters::{self, Counter};
-use super::park::Parked;
 use crate::primitive::AtomicU32;
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::OnceLock;

@@ -3,7 +3,7 @@
 //! model `membarrier`), model time, and a hardware tier whose episodes may end at any
 //! point.
 
-use super::park::Parked;
+use super::contract::Parked;
 use crate::primitive::{AtomicU32, Ordering};
 
 // Loom cannot model `membarrier`: notifiers never take the light path, and the

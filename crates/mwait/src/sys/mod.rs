@@ -17,7 +17,13 @@
 //! The x86-64 instructions and their capability tokens are `x86_64.rs` (with stand-ins
 //! in `no_x86.rs`, whose tokens cannot be built, elsewhere); the `/dev/mwait` calls
 //! are `dev_mwait.rs` (Linux on x86-64 only, `no_dev_mwait.rs` elsewhere); the clock
-//! is `clock.rs`; the counters of the `test-counters` feature are `counters.rs`.
+//! is `clock.rs`; the counters of the `test-counters` feature are `counters.rs`;
+//! RDTSC and the TSC rate are `tsc.rs`, shared CPUID decoding `cpuid.rs`; `plain.rs`
+//! has the parts of a platform without a process-wide barrier; `contract.rs` the types
+//! the platform files share with the layers above.
+
+mod contract;
+pub(crate) use contract::{CpuidWaits, ShimWake};
 
 pub(crate) mod clock;
 // The loom model counts nothing.
@@ -85,33 +91,6 @@ pub(crate) const HAS_X86_WAITS: bool = x86::AVAILABLE;
 /// Whether this build can talk to the `/dev/mwait` kernel shim.
 pub(crate) const HAS_DEV_MWAIT: bool = dev_mwait::AVAILABLE;
 
-/// What detection reports about the x86 wait instructions: the proof that the
-/// capability tokens of [`x86`] ask for (implemented by `Capabilities`).
-// Only the real tokens of `x86_64.rs` read it.
-#[cfg_attr(not(all(target_arch = "x86_64", not(loom))), allow(dead_code))]
-pub(crate) trait CpuidWaits {
-    /// CPUID.7.0:ECX\[5\] WAITPKG.
-    fn waitpkg(&self) -> bool;
-    /// CPUID.8000_0001:ECX\[29\] MONITORX.
-    fn monitorx(&self) -> bool;
-}
-
-/// Why one `/dev/mwait` wait returned.
-// Only `dev_mwait.rs` makes these; elsewhere the kernel tier cannot run.
-#[cfg_attr(
-    not(all(target_os = "linux", target_arch = "x86_64", not(loom))),
-    allow(dead_code)
-)]
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum ShimWake {
-    /// The word changed, or the wait ended for no stated reason: re-check.
-    Woken,
-    /// The deadline passed.
-    Deadline,
-    /// The scheduler needs the CPU, a signal is pending, or the module refused.
-    Yield,
-}
-
 /// Sleeping in the kernel until another thread changes a word, and the barrier that
 /// makes announcing such a sleeper cheap for notifiers.
 ///
@@ -141,16 +120,8 @@ pub(crate) enum ShimWake {
 ///   every later [`waiter_barrier`] is a process-wide barrier (every CPU running a
 ///   thread of this process executes a full barrier before it returns).
 pub(crate) mod park {
+    pub(crate) use super::contract::Parked;
     pub(crate) use super::platform::{light_notify, wait, waiter_barrier, wake, Queue};
-
-    /// How a park ended.
-    #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-    pub(crate) enum Parked {
-        /// Woken, the value changed before we slept, a signal, or spurious: re-check.
-        Woken,
-        /// The deadline passed.
-        TimedOut,
-    }
 
     /// `wake`'s `n` for "every sleeper".
     pub(crate) const ALL: u32 = u32::MAX;

@@ -1,7 +1,7 @@
 //! Targets where the `/dev/mwait` shim cannot exist (it is a Linux x86-64 module), and
 //! the loom model: the handle is an empty type, so the kernel tier never runs.
 
-use super::ShimWake;
+use super::contract::ShimWake;
 use crate::primitive::AtomicU32;
 
 /// This build cannot talk to the shim.

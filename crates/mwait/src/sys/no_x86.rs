@@ -2,7 +2,7 @@
 //! hardware): the capability tokens exist but are empty types, so no code that needs
 //! one can run, and the tiers built on them compile everywhere unchanged.
 
-use super::CpuidWaits;
+use super::contract::CpuidWaits;
 use crate::primitive::AtomicU32;
 
 /// This build has none of the instructions.

@@ -11,8 +11,14 @@
 //! every CPU with WAITPKG or MONITORX has one.
 
 use super::clock::now_ns;
-use super::x86::rdtsc;
 use std::sync::OnceLock;
+
+/// Reads the time-stamp counter. Every x86-64 CPU has RDTSC.
+#[inline]
+pub(crate) fn rdtsc() -> u64 {
+    // SAFETY: RDTSC exists on every x86-64 CPU and only reads the counter.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
 
 /// Time between the two calibration readings.
 pub(crate) const CALIBRATION_NS: u64 = 2_000_000;

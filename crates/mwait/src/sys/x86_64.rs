@@ -7,8 +7,8 @@
 //! and MONITORX mnemonics need target features, and a runtime-dispatched build must
 //! not depend on that (the build breaks that oneTBB, ONNX Runtime and DPDK hit).
 
-use super::tsc::ns_to_ticks;
-use super::CpuidWaits;
+use super::contract::CpuidWaits;
+use super::tsc::{ns_to_ticks, rdtsc};
 use crate::primitive::AtomicU32;
 use core::arch::asm;
 
@@ -26,13 +26,6 @@ pub(crate) const MWAITX_HINT_C0: u32 = 0xF0;
 pub(crate) const MWAITX_HINT_C1: u32 = 0x00;
 /// MWAITX ECX bit 1: the EBX timer is enabled.
 const MWAITX_ECX_TIMER: u32 = 1 << 1;
-
-/// Reads the time-stamp counter. Every x86-64 CPU has RDTSC.
-#[inline]
-pub(crate) fn rdtsc() -> u64 {
-    // SAFETY: RDTSC exists on every x86-64 CPU and only reads the counter.
-    unsafe { core::arch::x86_64::_rdtsc() }
-}
 
 /// UMONITOR: arms the user-mode address monitor on the line holding `addr`.
 ///

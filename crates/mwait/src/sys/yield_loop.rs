@@ -1,7 +1,7 @@
 //! Every target without a futex: the park tier degrades to a `sched_yield` loop (the
 //! waiter never sleeps, and the crate docs say so), notifiers always fence.
 
-use super::park::Parked;
+use super::contract::Parked;
 use crate::primitive::AtomicU32;
 
 pub(crate) use super::plain::{

@@ -1,0 +1,38 @@
+//! The types that the platform files share with the layers above: what a park and a
+//! shim wait report, and what the capability tokens ask of detection.
+
+/// How a park ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Parked {
+    /// Woken, the value changed before we slept, a signal, or spurious: re-check.
+    Woken,
+    /// The deadline passed.
+    TimedOut,
+}
+
+/// What detection reports about the x86 wait instructions: the proof that the
+/// capability tokens of [`x86`] ask for (implemented by `Capabilities`).
+// Only the real tokens of `x86_64.rs` read it.
+#[cfg_attr(not(all(target_arch = "x86_64", not(loom))), allow(dead_code))]
+pub(crate) trait CpuidWaits {
+    /// CPUID.7.0:ECX\[5\] WAITPKG.
+    fn waitpkg(&self) -> bool;
+    /// CPUID.8000_0001:ECX\[29\] MONITORX.
+    fn monitorx(&self) -> bool;
+}
+
+/// Why one `/dev/mwait` wait returned.
+// Only `dev_mwait.rs` makes these; elsewhere the kernel tier cannot run.
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64", not(loom))),
+    allow(dead_code)
+)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum ShimWake {
+    /// The word changed, or the wait ended for no stated reason: re-check.
+    Woken,
+    /// The deadline passed.
+    Deadline,
+    /// The scheduler needs the CPU, a signal is pending, or the module refused.
+    Yield,
+}
