@@ -204,7 +204,7 @@ impl WaitCell {
     #[inline]
     pub fn store(&self, value: u32) {
         self.line
-            .store(&self.waiters.sleepers, value, &|| self.after_wake());
+            .store(&self.waiters.sleepers, value, &self.waiters.adapt);
     }
 
     /// Sets the value, returns the old one, and wakes every parked waiter (if any).
@@ -330,17 +330,7 @@ impl WaitCell {
     #[inline(always)]
     fn notify(&self, n: u32) {
         self.line
-            .notify(&self.waiters.sleepers, n, &|| self.after_wake());
-    }
-
-    /// After waking parked waiters: remember the hand-off (the answer we may wait for
-    /// next comes after the partner's wake-up), unless the partner shares our CPU.
-    /// After the wake, not before: this bookkeeping (the CPU number, the cell's
-    /// score) is not on the woken waiter's path then.
-    fn after_wake(&self) {
-        if !self.waiters.adapt.waking_on_same_cpu() {
-            ladder::adapt::note_woke();
-        }
+            .notify(&self.waiters.sleepers, n, &self.waiters.adapt);
     }
 
     /// The cell as the ladder sees it.

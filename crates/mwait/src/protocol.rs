@@ -171,6 +171,14 @@ impl Sleepers {
     }
 }
 
+/// What the notify half tells the layer above once it has woken parked waiters (the
+/// ladder notes the hand-off: the answer this thread may wait for next comes after
+/// the partner's wake-up).
+pub(crate) trait OnWake {
+    /// Called after a wake of parked waiters, off the woken waiter's path.
+    fn parked_woken(&self);
+}
+
 impl MonitorLine {
     const_fn_unless_loom! {
         pub(crate) fn new(value: u32, shared: bool) -> MonitorLine {
@@ -190,10 +198,10 @@ impl MonitorLine {
     // ---- The notify half ----
 
     /// Stores `value` and wakes every parked waiter, through the light half of the
-    /// asymmetric barrier where the platform allows it. `on_woke` runs after a wake
-    /// of parked waiters (the ladder's hand-off note).
+    /// asymmetric barrier where the platform allows it. `on_woke` hears of a wake of
+    /// parked waiters.
     #[inline(always)]
-    pub(crate) fn store(&self, s: &Sleepers, value: u32, on_woke: &dyn Fn()) {
+    pub(crate) fn store(&self, s: &Sleepers, value: u32, on_woke: &impl OnWake) {
         if park::light_notify() {
             // The asymmetric barrier: parking waiters run membarrier(), so a
             // compiler barrier orders our store before our load of `state`.
@@ -213,7 +221,7 @@ impl MonitorLine {
     /// `state` (2), and the cold path only when somebody is parked or registered.
     /// Wakes up to `n` parked waiters (and as many async ones).
     #[inline(always)]
-    pub(crate) fn notify(&self, s: &Sleepers, n: u32, on_woke: &dyn Fn()) {
+    pub(crate) fn notify(&self, s: &Sleepers, n: u32, on_woke: &impl OnWake) {
         loom_sc_fence();
         let state = self.state.load(Ordering::SeqCst); // (2)
         if state != 0 {
@@ -223,7 +231,7 @@ impl MonitorLine {
 
     #[cold]
     #[inline(never)]
-    fn wake_slow(&self, s: &Sleepers, mut state: u32, n: u32, on_woke: &dyn Fn()) {
+    fn wake_slow(&self, s: &Sleepers, mut state: u32, n: u32, on_woke: &impl OnWake) {
         if state & (SHARED_SLOW | FENCED) != 0 {
             // A waiter may be parking right now without membarrier (in another
             // process, or on a FENCED cell): order our store before this second look
@@ -240,7 +248,7 @@ impl MonitorLine {
         }
         if state & PARKED_MASK != 0 {
             park::wake(&s.queue, &self.value, n, s.shared);
-            on_woke();
+            on_woke.parked_woken();
         }
         if state & ASYNC_REGISTERED != 0 {
             s.registry

@@ -35,6 +35,7 @@
 //! is fine, and loom does not track them.
 
 use super::load::spinning_could_help;
+use crate::protocol::OnWake;
 use crate::sys;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
@@ -192,6 +193,18 @@ impl Adaptive {
             self.record_spin(false);
         }
         same
+    }
+}
+
+impl OnWake for Adaptive {
+    /// Remembers the hand-off (the answer we may wait for next comes after the
+    /// partner's wake-up), unless the partner shares our CPU. After the wake, not
+    /// before: this bookkeeping (the CPU number, the cell's score) is not on the woken
+    /// waiter's path then.
+    fn parked_woken(&self) {
+        if !self.waking_on_same_cpu() {
+            note_woke();
+        }
     }
 }
 
