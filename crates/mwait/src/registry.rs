@@ -154,3 +154,67 @@ impl Registry {
         self.slab.lock().armed
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+    use std::task::Wake;
+
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn waker() -> (Arc<Count>, Waker) {
+        let c = Arc::new(Count(AtomicUsize::new(0)));
+        (c.clone(), Waker::from(c))
+    }
+
+    #[test]
+    fn the_state_bit_says_whether_a_slot_is_armed() {
+        let (state, r) = (AtomicU32::new(0), Registry::new());
+        let (_, w) = waker();
+        let (mut a, mut b) = (None, None);
+        r.arm(&state, &mut a, &w);
+        r.arm(&state, &mut b, &w);
+        assert_eq!(state.load(Ordering::Relaxed), ASYNC_REGISTERED);
+        assert_eq!(r.armed(), 2);
+        r.disarm(&state, a.unwrap(), false);
+        assert_eq!(
+            state.load(Ordering::Relaxed),
+            ASYNC_REGISTERED,
+            "b is armed"
+        );
+        r.disarm(&state, b.unwrap(), false);
+        assert_eq!(state.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_dropped_pick_of_notify_one_passes_the_wake_on() {
+        let (state, r) = (AtomicU32::new(0), Registry::new());
+        let (ca, wa) = waker();
+        let (cb, wb) = waker();
+        let (mut a, mut b) = (None, None);
+        r.arm(&state, &mut a, &wa);
+        r.arm(&state, &mut b, &wb);
+        r.wake(&state, 1);
+        assert_eq!(
+            ca.0.load(Ordering::Relaxed),
+            1,
+            "the first armed slot is picked"
+        );
+        assert_eq!(cb.0.load(Ordering::Relaxed), 0);
+        r.disarm(&state, a.unwrap(), true);
+        assert_eq!(
+            cb.0.load(Ordering::Relaxed),
+            1,
+            "its drop forwards the wake"
+        );
+        assert_eq!(state.load(Ordering::Relaxed), 0, "nothing armed any more");
+    }
+}

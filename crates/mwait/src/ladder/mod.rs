@@ -376,3 +376,115 @@ fn no_park_round(c: &Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32
     }
     hit
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::CState;
+    use std::cell::Cell;
+
+    /// A simulated monitor: each episode is counted, and the `store_at`-th one writes
+    /// `value` to the word, as a writer on another CPU would.
+    struct SimulatedMonitor {
+        episodes: Cell<u32>,
+        store_at: u32,
+        value: u32,
+        wake: HwWake,
+    }
+
+    impl HardwareWait for SimulatedMonitor {
+        fn wait_episode(&self, word: &AtomicU32, old: u32, _deadline: u64, _c: CState) -> HwWake {
+            let n = self.episodes.get() + 1;
+            self.episodes.set(n);
+            assert_eq!(
+                word.load(Ordering::Relaxed),
+                old,
+                "an episode starts on `old`"
+            );
+            if n == self.store_at {
+                word.store(self.value, Ordering::Release);
+            }
+            self.wake
+        }
+    }
+
+    fn climb<'a>(line: &'a MonitorLine, sleepers: &'a Sleepers, adapt: &'a Adaptive) -> Climb<'a> {
+        let pol = Resolved {
+            spin_ns: 0,
+            hw_ns: 60_000_000_000,
+            hw: None,
+            spin_pause: None,
+            park: true,
+            adaptive: false,
+            cstate: CState::C0_1,
+        };
+        let cell = Waiter {
+            line,
+            sleepers,
+            adapt,
+        };
+        Climb::start(cell, pol, None)
+    }
+
+    #[test]
+    fn the_hardware_tier_rechecks_after_every_episode() {
+        let (line, sleepers, adapt) = (
+            MonitorLine::new(0, false),
+            Sleepers::new(false),
+            Adaptive::new(),
+        );
+        let mut c = climb(&line, &sleepers, &adapt);
+        let hw = SimulatedMonitor {
+            episodes: Cell::new(0),
+            store_at: 3,
+            value: 7,
+            wake: HwWake::Woken,
+        };
+        assert_eq!(hardware_tier(&mut c, &hw, &mut |v| v == 7), Some(7));
+        assert_eq!(
+            hw.episodes.get(),
+            3,
+            "two spurious episodes, then the store"
+        );
+        assert!(
+            c.hw_start.is_some(),
+            "the tier's start is recorded for the learning"
+        );
+    }
+
+    #[test]
+    fn a_monitor_that_yields_sends_the_wait_on_to_park() {
+        let (line, sleepers, adapt) = (
+            MonitorLine::new(0, false),
+            Sleepers::new(false),
+            Adaptive::new(),
+        );
+        let mut c = climb(&line, &sleepers, &adapt);
+        let hw = SimulatedMonitor {
+            episodes: Cell::new(0),
+            store_at: u32::MAX,
+            value: 0,
+            wake: HwWake::Yield,
+        };
+        assert_eq!(hardware_tier(&mut c, &hw, &mut |v| v == 1), None);
+        assert_eq!(hw.episodes.get(), 1);
+    }
+
+    #[test]
+    fn only_a_timeout_reads_as_timed_out() {
+        for ended in [
+            Ended::Entry,
+            Ended::Inline,
+            Ended::Spin,
+            Ended::Hardware,
+            Ended::Park,
+            Ended::NoPark,
+            Ended::AtDeadline,
+        ] {
+            let o = Outcome::before_ladder(5, ended);
+            assert_eq!(end(o).result(), WaitResult::Ready(5), "{ended:?}");
+        }
+        let o = Outcome::before_ladder(5, Ended::TimedOut);
+        assert_eq!(o.result(), WaitResult::TimedOut(5));
+    }
+}
