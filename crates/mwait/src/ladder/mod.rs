@@ -408,7 +408,14 @@ mod tests {
         }
     }
 
-    fn climb<'a>(line: &'a MonitorLine, sleepers: &'a Sleepers, adapt: &'a Adaptive) -> Climb<'a> {
+    /// Runs the hardware tier on a fresh cell holding 0 with `hw`, until `target`.
+    /// Returns what the tier returned and whether it recorded its start.
+    fn run_hardware_tier(hw: &SimulatedMonitor, target: u32) -> (Option<u32>, bool) {
+        let (line, sleepers, adapt) = (
+            MonitorLine::new(0, false),
+            Sleepers::new(false),
+            Adaptive::new(),
+        );
         let pol = Resolved {
             spin_ns: 0,
             hw_ns: 60_000_000_000,
@@ -419,54 +426,39 @@ mod tests {
             cstate: CState::C0_1,
         };
         let cell = Waiter {
-            line,
-            sleepers,
-            adapt,
+            line: &line,
+            sleepers: &sleepers,
+            adapt: &adapt,
         };
-        Climb::start(cell, pol, None)
+        let mut c = Climb::start(cell, pol, None);
+        let r = hardware_tier(&mut c, hw, &mut |v| v == target);
+        (r, c.hw_start.is_some())
+    }
+
+    fn monitor(store_at: u32, value: u32, wake: HwWake) -> SimulatedMonitor {
+        SimulatedMonitor {
+            episodes: Cell::new(0),
+            store_at,
+            value,
+            wake,
+        }
     }
 
     #[test]
     fn the_hardware_tier_rechecks_after_every_episode() {
-        let (line, sleepers, adapt) = (
-            MonitorLine::new(0, false),
-            Sleepers::new(false),
-            Adaptive::new(),
-        );
-        let mut c = climb(&line, &sleepers, &adapt);
-        let hw = SimulatedMonitor {
-            episodes: Cell::new(0),
-            store_at: 3,
-            value: 7,
-            wake: HwWake::Woken,
-        };
-        assert_eq!(hardware_tier(&mut c, &hw, &mut |v| v == 7), Some(7));
+        let hw = monitor(3, 7, HwWake::Woken);
+        assert_eq!(run_hardware_tier(&hw, 7), (Some(7), true));
         assert_eq!(
             hw.episodes.get(),
             3,
             "two spurious episodes, then the store"
         );
-        assert!(
-            c.hw_start.is_some(),
-            "the tier's start is recorded for the learning"
-        );
     }
 
     #[test]
     fn a_monitor_that_yields_sends_the_wait_on_to_park() {
-        let (line, sleepers, adapt) = (
-            MonitorLine::new(0, false),
-            Sleepers::new(false),
-            Adaptive::new(),
-        );
-        let mut c = climb(&line, &sleepers, &adapt);
-        let hw = SimulatedMonitor {
-            episodes: Cell::new(0),
-            store_at: u32::MAX,
-            value: 0,
-            wake: HwWake::Yield,
-        };
-        assert_eq!(hardware_tier(&mut c, &hw, &mut |v| v == 1), None);
+        let hw = monitor(u32::MAX, 0, HwWake::Yield);
+        assert_eq!(run_hardware_tier(&hw, 1), (None, true));
         assert_eq!(hw.episodes.get(), 1);
     }
 
