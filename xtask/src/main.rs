@@ -6,6 +6,7 @@
 
 mod bench;
 mod codegen;
+mod dkms;
 mod hwtest;
 mod test;
 mod util;
@@ -19,11 +20,13 @@ usage: cargo xtask <command> [options]
 commands:
   test            everything CI runs: fmt, clippy, generated bindings, tests,
                   doctests, loom, docs, other targets, packaging, hardware-tier
-                  suites, VM tests, checkpatch
+                  suites, DKMS, VM tests, checkpatch
   stress [N]      long stress run with each tier forced (default 10^8 handoffs)
   bench [--quick] the benchmark suite; writes target/mwait-bench/report.md
   hw-test         the hardware tiers' suites (UMWAIT under qemu-user, MWAITX native)
   vm-test         builds the kernel module, boots it in QEMU and runs the in-guest suite
+  dkms            builds and installs kmod/ with DKMS (kmod/dkms.conf) into a
+                  private tree, against the kernel headers vm-test uses
   checkpatch      the kernel's checkpatch.pl over kmod/ (module, uapi header, C test)
   codegen [--check]
                   regenerates crates/mwait-sys/src/bindings.rs from the uapi
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         "bench" => bench::run(rest),
         "hw-test" => hwtest::run(rest),
         "vm-test" => vm::run_vm(rest),
+        "dkms" => dkms::run(rest),
         "checkpatch" => vm::checkpatch(rest),
         "codegen" => codegen::run(rest),
         "help" | "--help" | "-h" => {
