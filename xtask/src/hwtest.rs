@@ -21,10 +21,12 @@ pub fn run(_args: &[String]) -> Res {
     let bin = build_suite()?;
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let amd = cpuinfo.contains("AuthenticAMD");
+    // The kernel lists CPUID.8000_0001:ECX[29] (MONITORX) as `mwaitx`
+    // (X86_FEATURE_MWAITX); there is no `monitorx` flag.
     let monitorx_in_cpuid = cpuinfo
         .lines()
         .find(|l| l.starts_with("flags"))
-        .is_some_and(|l| l.split_whitespace().any(|f| f == "monitorx"));
+        .is_some_and(|l| l.split_whitespace().any(|f| f == "mwaitx"));
 
     ensure_apt(&["qemu-user-static"])?;
     let qemu = ["qemu-x86_64-static", "-cpu", "max"];
