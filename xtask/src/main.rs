@@ -7,6 +7,7 @@
 mod bench;
 mod codegen;
 mod dkms;
+mod hwreport;
 mod hwtest;
 mod test;
 mod util;
@@ -24,6 +25,10 @@ commands:
   stress [N]      long stress run with each tier forced (default 10^8 handoffs)
   bench [--quick] the benchmark suite; writes target/mwait-bench/report.md
   hw-test         the hardware tiers' suites (UMWAIT under qemu-user, MWAITX native)
+  hw-report [--no-bench]
+                  what this machine offers, the hardware tiers it offers put
+                  through their suites, and a quick bench, in one file to send:
+                  target/mwait-hw-report.md (and .json)
   vm-test         builds the kernel module, boots it in QEMU and runs the in-guest suite
   dkms            builds and installs kmod/ with DKMS (kmod/dkms.conf) into a
                   private tree, against the kernel headers vm-test uses
@@ -47,6 +52,7 @@ fn main() -> ExitCode {
         "stress" => test::stress(rest),
         "bench" => bench::run(rest),
         "hw-test" => hwtest::run(rest),
+        "hw-report" => hwreport::run(rest),
         "vm-test" => vm::run_vm(rest),
         "dkms" => dkms::run(rest),
         "checkpatch" => vm::checkpatch(rest),
