@@ -1,7 +1,8 @@
 //! `cargo xtask hw-report [--no-bench]`: one command that tells the project what a
 //! machine can do, for a user on bare metal to run and send.
 //!
-//! It runs the CPUID dump (`examples/cpuid_dump.rs`), the probe, the `hw_tiers`
+//! It runs the CPUID dump (`examples/cpuid_dump.rs`), the probe, the instruction
+//! probe (`benches/c/insn_probe.c`, built with the system's `cc`), the `hw_tiers`
 //! suite once with the machine's own choice and, for each hardware tier the
 //! machine offers (CPUID, and `/dev/mwait` for the kernel tier; a tier not offered
 //! is never forced), once for the self-test's verdict and once whole, and the quick
@@ -35,6 +36,9 @@ const BUILD_LIMIT: Duration = Duration::from_secs(900);
 const SUITE_LIMIT: Duration = Duration::from_secs(300);
 /// Limit of the quick benchmark, its build included.
 const BENCH_LIMIT: Duration = Duration::from_secs(900);
+/// Limit of building and of running `benches/c/insn_probe.c` (it runs for about a
+/// second where the instructions trap, and for well under a minute where they wait).
+const INSN_PROBE_LIMIT: Duration = Duration::from_secs(180);
 /// Limit of the small commands (`uname`, `git`, `date`).
 const SMALL_LIMIT: Duration = Duration::from_secs(30);
 
@@ -95,6 +99,9 @@ pub fn run(args: &[String]) -> Res {
         .iter()
         .find(|(t, _)| t == "backend")
         .map(|(_, b)| parse::probe_selection(b));
+
+    step("hw-report: each wait instruction in a child process (benches/c/insn_probe.c)");
+    rep.insn_probe = steps.insn_probe(&root);
 
     step("hw-report: hardware-tier suites");
     let bin = steps.suite_binary();
@@ -306,6 +313,37 @@ impl Steps {
             failed_tests: parse::failed_tests(&out),
         };
         (parse::suite_selection(&out), run)
+    }
+
+    /// Builds `benches/c/insn_probe.c` with the system's C compiler and runs it; its
+    /// output. It tries each user-mode wait instruction in a child process whatever
+    /// CPUID says (a SIGILL ends only the child) and times what executes, which is
+    /// what tells a real monitor from a trapped or emulated one.
+    fn insn_probe(&mut self, root: &Path) -> Option<String> {
+        if std::env::consts::ARCH != "x86_64" {
+            println!("instruction probe: skipped, not an x86-64 CPU");
+            return None;
+        }
+        let dir = root.join("target/hw-report");
+        let _ = std::fs::create_dir_all(&dir);
+        let bin = dir.join("insn_probe");
+        let built = self.run(
+            "build benches/c/insn_probe.c",
+            Command::new("cc")
+                .args(["-O2", "-pthread", "-o"])
+                .arg(&bin)
+                .arg(root.join("benches/c/insn_probe.c")),
+            INSN_PROBE_LIMIT,
+        );
+        if !built.ok {
+            return None;
+        }
+        let ran = self.run(
+            "instruction probe",
+            &mut Command::new(&bin),
+            INSN_PROBE_LIMIT,
+        );
+        Some(ran.stdout).filter(|o| !o.trim().is_empty())
     }
 
     /// `cargo xtask bench --quick` in a child (this same binary), then its files.

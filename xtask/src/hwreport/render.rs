@@ -150,6 +150,8 @@ pub struct Report {
     pub probe_selection: Option<ProbeSelection>,
     /// One per hardware tier, in [`Tier::ALL`] order.
     pub tiers: Vec<TierResult>,
+    /// The output of `benches/c/insn_probe.c`; `None` when it did not run.
+    pub insn_probe: Option<String>,
     /// The suite with the machine's own choice (no variables set).
     pub default_suite: Option<(Option<SuiteSelection>, SuiteRun)>,
     /// The quick benchmark; `None` when skipped (`--no-bench`).
@@ -247,6 +249,7 @@ impl Report {
         self.machine_md(w);
         self.selection_md(w);
         self.tiers_md(w);
+        self.insn_probe_md(w);
         self.probe_md(w);
         self.bench_md(w);
         self.steps_md(w);
@@ -459,6 +462,24 @@ impl Report {
             let _ = write!(out, " in {:.1} s", st.secs);
         }
         out
+    }
+
+    fn insn_probe_md(&self, w: &mut String) {
+        let _ = writeln!(
+            w,
+            "## Each wait instruction in a child process\n\n`benches/c/insn_probe.c` tries \
+             UMWAIT, TPAUSE and MWAITX whatever CPUID says (a SIGILL ends only its child) \
+             and times what executes: a real monitor lasts about its timer and wakes on \
+             the store; a trapped or emulated one lasts the same whatever the timer.\n"
+        );
+        match &self.insn_probe {
+            Some(out) => {
+                let _ = writeln!(w, "```\n{}\n```\n", out.trim_end());
+            }
+            None => {
+                let _ = writeln!(w, "Not run (see sub-steps).\n");
+            }
+        }
     }
 
     fn probe_md(&self, w: &mut String) {
@@ -730,6 +751,7 @@ impl Report {
                     Json::obj([("selection", sel_json(sel)), ("suite", suite_json(run))])
                 }),
             ),
+            ("insn_probe", s(self.insn_probe.clone())),
             ("probe", probe),
             ("bench", bench),
             ("steps", Json::Arr(steps)),
@@ -813,6 +835,7 @@ mod tests {
                 usable_cpus: 2,
             },
             tiers,
+            insn_probe: Some("mwaitx: executes\numwait: child killed by signal 4".into()),
             steps: vec![step("probe", true), step("quick bench", false)],
             bench: Some(Bench {
                 summary: Some(
@@ -847,6 +870,7 @@ mod tests {
         assert!(md.contains("Its backend: futex."));
         assert!(md.contains("| notify | waitcell | ns 1.5 |"));
         assert!(md.contains("- HOLDS: notify <= 5 ns"));
+        assert!(md.contains("```\nmwaitx: executes\numwait: child killed by signal 4\n```"));
         assert!(md.ends_with(SEND_FOOTER) || md.ends_with(&format!("{SEND_FOOTER}\n")));
     }
 
@@ -951,6 +975,12 @@ mod tests {
             Some("KVMKVMKVM")
         );
         assert_eq!(m.get("umwait_control"), Some(&Json::Null));
+        assert!(v
+            .get("insn_probe")
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .contains("signal 4"));
         let Some(Json::Arr(tiers)) = v.get("tiers") else {
             panic!("no tiers: {v}")
         };
