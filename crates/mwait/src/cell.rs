@@ -1,5 +1,6 @@
-//! [`WaitCell`]: a 32-bit value on its own monitor line, the waiter-state word beside
-//! it, and the tier ladder that waits on it.
+//! [`WaitCell`]: a 32-bit value on its own monitor line with the waiter-state word
+//! beside it; its constructors, writers and `wait_*` entry points, and the inline
+//! spin that runs before the ladder.
 //!
 //! The ordering argument behind the writers and the park is in `protocol.rs` ("Notes
 //! about memory ordering"); the tier ladder is `ladder/`.

@@ -8,7 +8,8 @@
 //! notify path is unchanged, a store and one load.
 //!
 //! Every value change wakes every armed future (predicates differ between tasks); a
-//! woken future re-checks and re-arms. [`WaitCell::notify_one`](crate::WaitCell::notify_one) wakes one; if that
+//! woken future re-checks and re-arms.
+//! [`WaitCell::notify_one`](crate::WaitCell::notify_one) wakes one; if that
 //! future is dropped before it could run, its drop passes the wake to another armed
 //! future, so cancellation loses no notification.
 //!

@@ -108,8 +108,8 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-// The layers, top to bottom; a file imports only from layers below it (see
-// docs/architecture.md).
+// The layers, top to bottom; a file imports only from layers below it, except that
+// detect.rs names the backends of backend/kind.rs, a leaf (see docs/architecture.md).
 mod backend;
 mod barrier;
 mod cell;

@@ -21,9 +21,10 @@ enum Budget {
 ///
 /// Budgets are in *time*, not iterations (PAUSE costs 10 cycles on some CPUs and 140 on
 /// others). [`WaitPolicy::new`] (also `Default`) leaves every knob on *auto*: the
-/// values come from detection when a wait starts ([`Selection::defaults`](crate::Selection::defaults)): no spin at
-/// all when the process can use only one CPU, a shorter spin under a hypervisor, and a
-/// per-cell adaptive spin that stops spinning on cells where spinning keeps failing.
+/// values come from detection when a wait starts
+/// ([`Selection::defaults`](crate::Selection::defaults)): no spin at all when the
+/// process can use only one CPU, a shorter spin under a hypervisor, and a per-cell
+/// adaptive spin that stops spinning on cells where spinning keeps failing.
 ///
 /// A policy can be set per cell ([`WaitCell::with_policy`](crate::WaitCell::with_policy))
 /// or per call (`wait_*_with`).

@@ -30,9 +30,10 @@
 //! values (store buffering), and the waiter could sleep forever.
 //!
 //! Writers that are read-modify-writes (`swap`, `fetch_*`, `compare_exchange`) are
-//! `SeqCst` as well. [`WaitCell::notify_one`](crate::WaitCell::notify_one)/[`WaitCell::notify_all`](crate::WaitCell::notify_all) are for callers
-//! who changed the value through [`WaitCell::as_atomic`](crate::WaitCell::as_atomic) with any ordering: they issue
-//! a `SeqCst` fence before their load of `state`, which pairs with (3)/(4) the same way.
+//! `SeqCst` as well. [`notify_one`](crate::WaitCell::notify_one) and
+//! [`notify_all`](crate::WaitCell::notify_all) are for callers who changed the value
+//! through [`as_atomic`](crate::WaitCell::as_atomic) with any ordering: they issue a
+//! `SeqCst` fence before their load of `state`, which pairs with (3)/(4) the same way.
 //!
 //! ## The asymmetric barrier: `store` without a locked instruction
 //!
@@ -40,7 +41,8 @@
 //! AMD EPYC this was measured on, while a plain store costs about 1. Notifiers are the
 //! hot side and parkers the cold one (a park costs a system call anyway), so once the
 //! process has registered for `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`,
-//! [`WaitCell::store`](crate::WaitCell::store) takes the *light* path, and the parking waiter the *heavy* one:
+//! [`WaitCell::store`](crate::WaitCell::store) takes the *light* path, and the parking
+//! waiter the *heavy* one:
 //!
 //! ```text
 //! notifier (light)                  parking waiter (heavy)
@@ -57,17 +59,17 @@
 //! that membarrier(2) documents (a compiler barrier on the fast path, membarrier on
 //! the slow path, in place of a full barrier on both).
 //!
-//! The light path is taken only while `sys::park::light_notify()` says so: a flag set once,
-//! when registration succeeded, and never cleared. Every waiter blocks on that one-time
+//! The light path is taken only while `sys::park::light_notify()` says so: a flag set
+//! once, when registration succeeded, and never cleared. Every waiter blocks on that one-time
 //! registration before choosing its barrier, so no waiter uses a mere fence while a
 //! notifier may use the light path; where registration fails (old kernel, seccomp)
 //! both sides keep the `SeqCst` protocol above. The flag is one more load on the
 //! notify path, of a read-only global that stays in L1.
 //!
 //! `membarrier` reaches only this process's threads. A process-shared cell
-//! ([`WaitCell::new_shared`](crate::WaitCell::new_shared)) therefore carries a permanent bit in `state` that sends
-//! every notify to the slow path, which issues a `SeqCst` fence and looks at `state`
-//! again. Its waiters, facing fenced notifiers only, use a `SeqCst` fence in place of
+//! ([`WaitCell::new_shared`](crate::WaitCell::new_shared)) therefore carries a
+//! permanent bit in `state` that sends every notify to the slow path, which issues a
+//! `SeqCst` fence and looks at `state` again. Its waiters, facing fenced notifiers only, use a `SeqCst` fence in place of
 //! `membarrier` (the symmetric protocol above).
 //!
 //! ## A cell that parks often: the `FENCED` bit
