@@ -59,10 +59,10 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("async_pingpong");
     g.sample_size(10);
-    for (name, tokio_notify) in [("waitcell-async", false), ("tokio-notify", true)] {
+    for (name, round_trips) in scenarios::async_mechanisms() {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
-                let mut s = scenarios::async_pingpong(tokio_notify, Duration::from_millis(50));
+                let mut s = round_trips(Duration::from_millis(50));
                 let p50 = mwait_benches::stats(&mut s).p50;
                 Duration::from_nanos((p50 * iters as f64) as u64)
             })

@@ -1,6 +1,6 @@
 //! Every mechanism as a [`Signal`], with the names the report uses.
 
-use crate::Signal;
+use crate::{AsyncSignal, Signal};
 use mwait::{Backend, WaitCell, WaitPolicy};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -224,6 +224,43 @@ impl Signal for Cell {
     }
     fn wait_ge(&self, v: u32) -> u32 {
         self.0.wait_until_with(|x| x >= v, &self.1)
+    }
+}
+
+/// A `WaitCell` awaited with `wait_until_async`.
+#[derive(Default)]
+pub struct AsyncCell(WaitCell);
+impl AsyncSignal for AsyncCell {
+    fn set(&self, v: u32) {
+        self.0.store(v);
+    }
+    async fn reach(&self, v: u32) -> u32 {
+        self.0.wait_until_async(|x| x >= v).await
+    }
+}
+
+/// tokio's `Notify` beside the value: the awaiting task takes a `notified()` future
+/// before it checks the value, so that a `notify_one` between the check and the
+/// await is kept.
+#[derive(Default)]
+pub struct TokioNotify {
+    notify: tokio::sync::Notify,
+    value: AtomicU32,
+}
+impl AsyncSignal for TokioNotify {
+    fn set(&self, v: u32) {
+        self.value.store(v, Ordering::Release);
+        self.notify.notify_one();
+    }
+    async fn reach(&self, v: u32) -> u32 {
+        loop {
+            let notified = self.notify.notified();
+            let cur = self.value.load(Ordering::Acquire);
+            if cur >= v {
+                return cur;
+            }
+            notified.await;
+        }
     }
 }
 
