@@ -271,9 +271,10 @@ fn mk<T: Signal + Default + 'static>() -> Box<dyn Signal> {
     Box::new(T::default())
 }
 
-/// The peers and the default WaitCell, in report order.
-pub fn all() -> Vec<(String, Make)> {
-    let mut v: Vec<(String, Make)> = vec![
+/// The peers and the default WaitCell, in report order. Building them, or a signal
+/// of theirs, reads nothing of mwait's process-wide state: the first wait does.
+pub fn peers() -> Vec<(String, Make)> {
+    vec![
         ("spin".into(), mk::<Spin>),
         ("pause".into(), mk::<Pause>),
         ("futex".into(), mk::<Futex>),
@@ -283,36 +284,57 @@ pub fn all() -> Vec<(String, Make)> {
         ("park".into(), mk::<Park>),
         ("crossbeam-parker".into(), mk::<CrossbeamParker>),
         ("waitcell".into(), || Box::new(Cell::default_policy())),
-    ];
+    ]
+}
+
+/// The peers, the default WaitCell and every tier usable here, in report order.
+/// This asks mwait's selection which tiers are usable: a process that measures
+/// cold starts must not call it (see [`by_name`]).
+pub fn all() -> Vec<(String, Make)> {
+    let mut v = peers();
     v.extend(waitcell_tiers());
     v
 }
 
-/// `waitcell-<tier>` for every tier usable on this machine.
+/// `waitcell-<tier>` for every tier usable on this machine: spin, futex where
+/// offered, and the hardware tier the selection kept (offered and not demoted by
+/// its self-test). Asks the selection.
 pub fn waitcell_tiers() -> Vec<(String, Make)> {
     let caps = mwait::Capabilities::detect();
     let sel = mwait::selection();
-    let mut v: Vec<(String, Make)> = vec![("waitcell-spin".into(), || {
-        Box::new(Cell::forced(Backend::Spin))
-    })];
+    let mut tiers = vec![Backend::Spin];
     if caps.offers(Backend::Futex) {
-        v.push(("waitcell-futex".into(), || {
-            Box::new(Cell::forced(Backend::Futex))
-        }));
+        tiers.push(Backend::Futex);
     }
-    // A hardware tier is usable only if the selection kept it (offered and not
-    // demoted by its self-test).
-    match sel.backend {
-        Backend::Umwait => v.push(("waitcell-umwait".into(), || {
-            Box::new(Cell::forced(Backend::Umwait))
-        })),
-        Backend::Mwaitx => v.push(("waitcell-mwaitx".into(), || {
-            Box::new(Cell::forced(Backend::Mwaitx))
-        })),
-        Backend::Kernel => v.push(("waitcell-kernel".into(), || {
-            Box::new(Cell::forced(Backend::Kernel))
-        })),
-        _ => {}
+    if sel.backend.is_hardware() {
+        tiers.push(sel.backend);
     }
-    v
+    tiers
+        .into_iter()
+        .filter_map(|b| Some((format!("waitcell-{b}"), forced(b)?)))
+        .collect()
+}
+
+/// The mechanism with the report name `name` (a peer, `waitcell`, or
+/// `waitcell-<tier>` for any tier, usable here or not), built without asking the
+/// selection.
+pub fn by_name(name: &str) -> Option<Make> {
+    if let Some((_, make)) = peers().into_iter().find(|(n, _)| n == name) {
+        return Some(make);
+    }
+    forced(name.strip_prefix("waitcell-")?.parse().ok()?)
+}
+
+/// A WaitCell with the tier `b` forced (see [`Cell::forced`]); `None` for a
+/// backend this harness does not know yet.
+fn forced(b: Backend) -> Option<Make> {
+    let make: Make = match b {
+        Backend::Spin => || Box::new(Cell::forced(Backend::Spin)),
+        Backend::Futex => || Box::new(Cell::forced(Backend::Futex)),
+        Backend::Umwait => || Box::new(Cell::forced(Backend::Umwait)),
+        Backend::Mwaitx => || Box::new(Cell::forced(Backend::Mwaitx)),
+        Backend::Kernel => || Box::new(Cell::forced(Backend::Kernel)),
+        _ => return None,
+    };
+    Some(make)
 }

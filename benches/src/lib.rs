@@ -6,6 +6,7 @@
 //! seen. Every mechanism is measured through the same scenario code, side by side in
 //! one run, so only ratios within a run are quoted.
 
+pub mod cold;
 pub mod impls;
 pub mod scenarios;
 
@@ -29,11 +30,6 @@ pub trait AsyncSignal: Default + Send + Sync + 'static {
     fn set(&self, v: u32);
     /// Completes once the value is at least `v`, with the value seen.
     fn reach(&self, v: u32) -> impl Future<Output = u32> + Send + '_;
-}
-
-/// CPUs this process may use.
-pub fn usable_cpus() -> usize {
-    mwait::Capabilities::detect().usable_cpus
 }
 
 /// Summary statistics of a sample of nanoseconds.

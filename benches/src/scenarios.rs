@@ -43,14 +43,28 @@ impl PingPong {
     /// Starts the partner thread; the calling thread becomes the timed side (and is
     /// pinned as `placement` says).
     pub fn start(make: Make, placement: Placement) -> PingPong {
+        PingPong::start_with(make, Some(placement.cpus()), Duration::ZERO)
+    }
+
+    /// Starts the partner thread, which sleeps `partner_delay` first; `pins` are
+    /// the CPUs of the calling (timed) thread and of the partner, or `None` to
+    /// leave both where the scheduler puts them. Each thread is pinned before its
+    /// first wait.
+    pub fn start_with(
+        make: Make,
+        pins: Option<(usize, usize)>,
+        partner_delay: Duration,
+    ) -> PingPong {
         let ping: Arc<dyn Signal> = Arc::from(make());
         let pong: Arc<dyn Signal> = Arc::from(make());
         let stop = Arc::new(AtomicBool::new(false));
-        let (me, other) = placement.cpus();
         let partner = {
             let (ping, pong, stop) = (ping.clone(), pong.clone(), stop.clone());
             thread::spawn(move || {
-                pin_to_cpu(other);
+                thread::sleep(partner_delay);
+                if let Some((_, cpu)) = pins {
+                    pin_to_cpu(cpu);
+                }
                 let mut i = 0u32;
                 loop {
                     i = i.wrapping_add(1);
@@ -62,7 +76,9 @@ impl PingPong {
                 }
             })
         };
-        pin_to_cpu(me);
+        if let Some((cpu, _)) = pins {
+            pin_to_cpu(cpu);
+        }
         PingPong {
             ping,
             pong,
@@ -297,9 +313,10 @@ pub fn slow_producer_pinned(
 
 /// The interference experiment: compute workers filling the CPUs (in a separate
 /// process), beside a slow producer/waiter pair of `make`. Returns (worker
-/// throughput, pair measurements).
+/// throughput, pair measurements). As many workers as the calling thread's mask
+/// holds CPUs: call it from an unpinned thread.
 pub fn interference(make: Make, gap: Duration, duration: Duration) -> (f64, SlowProducer) {
-    let workers = crate::usable_cpus();
+    let workers = mwait_support::affinity_cpus();
     let handle = thread::spawn(move || compute_throughput_process(workers, duration));
     let pair = slow_producer(make, gap, duration);
     (handle.join().unwrap(), pair)
@@ -353,9 +370,28 @@ pub fn work(units: u32) {
     }
 }
 
+/// A constructor of a fresh two-party barrier.
+pub type MakeBarrier = fn() -> Arc<dyn BarrierLike>;
+
+/// The barriers of the barrier scenario by report name, each with its constructor.
+pub fn barriers() -> [(&'static str, MakeBarrier); 3] {
+    [
+        ("waitcell", || Arc::new(mwait::Barrier::new(2))),
+        ("std-barrier", || Arc::new(std::sync::Barrier::new(2))),
+        ("spin", || Arc::new(SpinBarrier::default())),
+    ]
+}
+
 /// mwmon's case 2: two threads with asymmetric work meet at a barrier `episodes`
 /// times; returns the total time.
 pub fn barrier_episodes(b: Arc<dyn BarrierLike>, episodes: u32) -> Duration {
+    let [first, rest] = barrier_episodes_split(b, episodes, 0);
+    first + rest
+}
+
+/// [`barrier_episodes`] timed in two parts: the first `first` episodes and the
+/// `episodes - first` after them. Both threads are pinned before their first wait.
+pub fn barrier_episodes_split(b: Arc<dyn BarrierLike>, episodes: u32, first: u32) -> [Duration; 2] {
     const LIGHT: u32 = 200;
     const HEAVY: u32 = 600;
     let other = {
@@ -369,12 +405,15 @@ pub fn barrier_episodes(b: Arc<dyn BarrierLike>, episodes: u32) -> Duration {
         })
     };
     pin_to_cpu(0);
-    let t0 = Instant::now();
-    for _ in 0..episodes {
+    let episode = || {
         work(HEAVY);
         b.wait();
-    }
-    let took = t0.elapsed();
+    };
+    let t0 = Instant::now();
+    (0..first.min(episodes)).for_each(|_| episode());
+    let t1 = Instant::now();
+    (first.min(episodes)..episodes).for_each(|_| episode());
+    let took = [t1 - t0, t1.elapsed()];
     other.join().unwrap();
     unpin();
     took

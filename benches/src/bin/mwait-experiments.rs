@@ -98,7 +98,7 @@ fn windows(seconds: u64) {
 
 fn pinned_wake() {
     const ROUND: Duration = Duration::from_millis(300);
-    let workers = mwait_benches::usable_cpus();
+    let workers = mwait_support::affinity_cpus();
     for (label, pins) in [("one CPU", (0, 0)), ("two CPUs", (0, 1))] {
         let mut p50 = [Vec::new(), Vec::new()];
         for _ in 0..6 {

@@ -111,16 +111,17 @@ pub fn percentile(samples: &[u64], p: f64) -> u64 {
 }
 
 /// Runs `f` repeatedly until `budget` has passed (at least once) or `max` calls were
-/// timed; returns the duration of each call in ns.
+/// timed; returns the duration of each call in ns. `Duration::MAX` times exactly
+/// `max` calls.
 pub fn sample_for(budget: Duration, max: usize, mut f: impl FnMut()) -> Vec<u64> {
     let mut out = Vec::with_capacity(max.min(1 << 20));
-    let end = Instant::now() + budget;
+    let end = Instant::now().checked_add(budget);
     loop {
         let t0 = Instant::now();
         f();
         let t1 = Instant::now();
         out.push(duration_ns(t1 - t0));
-        if t1 >= end || out.len() >= max {
+        if end.is_some_and(|end| t1 >= end) || out.len() >= max {
             return out;
         }
     }
@@ -266,6 +267,8 @@ mod tests {
         let mut calls = 0;
         let s = sample_for(Duration::from_secs(60), 5, || calls += 1);
         assert_eq!((s.len(), calls), (5, 5));
+        let s = sample_for(Duration::MAX, 7, || calls += 1);
+        assert_eq!((s.len(), calls), (7, 12));
     }
 
     #[test]

@@ -1,6 +1,15 @@
-//! `mwait-bench [--quick] [--out DIR]`: runs every scenario side by side and writes
-//! `DIR/report.md`, `DIR/summary.json` and `DIR/pingpong.svg` (default DIR:
-//! `target/mwait-bench`). `cargo xtask bench` runs it.
+//! `mwait-bench [--quick] [--out DIR] [--only BENCH]`: runs every scenario side by
+//! side and writes `DIR/report.md`, `DIR/summary.json` and `DIR/pingpong.svg`
+//! (default DIR: `target/mwait-bench`). `cargo xtask bench` runs it.
+//!
+//! The process measures its warm scenarios without asking mwait anything first:
+//! mwait reads the machine and makes its selection at the first wait, which is a
+//! pinned thread's, as in a program that pins its threads before they wait. The
+//! machine and the selection are printed after the measurements. The binary also
+//! serves as its own child processes, by hidden first arguments: the compute
+//! workers of the interference scenario, the cold starts
+//! ([`mwait_benches::cold`]), and `--waitcell-tiers`, which lists the WaitCell
+//! tiers usable here as a fresh process's selection sees them.
 
 use mwait_benches::impls;
 use mwait_benches::scenarios::{self, Placement};
@@ -9,7 +18,6 @@ use mwait_benches::{
 };
 use mwait_support::{compute_throughput_process, duration_ns};
 use std::fmt::Write as _;
-use std::sync::Arc;
 use std::time::Duration;
 
 mod judge;
@@ -17,6 +25,9 @@ mod svg;
 
 use judge::{matched_target, ratio_target, row, rows, Row, Verdict};
 use svg::svg;
+
+/// The hidden argument of the child that lists the usable WaitCell tiers.
+const TIERS_ARG: &str = "--waitcell-tiers";
 
 /// Scale of every budget: 1 in quick mode, [`FULL_SCALE`] otherwise.
 const FULL_SCALE: u32 = 6;
@@ -30,6 +41,7 @@ struct Budgets {
     /// Rounds of the interleaved scenarios: each visits every implementation once
     /// with 1/rounds of its budget (see [`mwait_benches::round_order`]).
     rounds: u32,
+    cold: ColdBudget,
 }
 
 impl Budgets {
@@ -41,6 +53,12 @@ impl Budgets {
             interference: Duration::from_millis(800) * scale,
             barrier_episodes: 25_000 * scale,
             rounds: if scale == 1 { 5 } else { 13 },
+            cold: ColdBudget {
+                rounds: if scale == 1 { 3 } else { 7 },
+                steady: Duration::from_millis(100) * scale,
+                long_wait: Duration::from_millis(300) * scale,
+                barrier_episodes: 3_000 * scale,
+            },
         }
     }
 }
@@ -70,6 +88,10 @@ macro_rules! md {
     };
 }
 
+mod cold;
+
+use cold::{ColdBudget, ColdRuns};
+
 /// The command line: `[--quick] [--out DIR] [--only BENCH]`.
 struct Options {
     quick: bool,
@@ -97,6 +119,9 @@ struct Ctx {
     b: Budgets,
     all: Vec<(String, impls::Make)>,
     only: Option<String>,
+    /// The CPUs the process may use: the main thread's affinity mask at start,
+    /// before anything is pinned.
+    process_cpus: usize,
 }
 
 impl Ctx {
@@ -117,6 +142,8 @@ struct Measured {
     interference: Judged,
     /// ns per episode, per barrier.
     barrier: Vec<(String, f64)>,
+    /// The cold starts, where they ran.
+    cold: Option<ColdRuns>,
 }
 
 /// The interference comparisons of waitcell with futex: placement-matched
@@ -134,16 +161,30 @@ fn main() {
     if mwait_support::compute_worker_entry(&args) {
         return;
     }
+    if let Some(cold) = mwait_benches::cold::child_entry(&args) {
+        match cold {
+            Ok(m) => println!("{m}"),
+            Err(e) => {
+                eprintln!("mwait-bench: {e}");
+                std::process::exit(2);
+            }
+        }
+        return;
+    }
+    if args == [TIERS_ARG] {
+        for (name, _) in impls::waitcell_tiers() {
+            println!("{name}");
+        }
+        return;
+    }
     let opts = Options::parse(&args);
     let ctx = Ctx {
         b: Budgets::new(if opts.quick { 1 } else { FULL_SCALE }),
-        all: impls::all(),
+        all: implementations(),
         only: opts.only.clone(),
+        process_cpus: mwait_support::affinity_cpus(),
     };
-    let caps = mwait::Capabilities::detect();
-    let sel = mwait::selection();
     let mut o = Out::default();
-    header(&mut o, opts.quick, caps, sel);
     rounds_note(&mut o, ctx.b.rounds);
     let m = Measured {
         pingpong: latency(&mut o, &ctx, Placement::TwoCpus),
@@ -152,20 +193,51 @@ fn main() {
         long_wait_cpu: long_wait(&mut o, &ctx),
         interference: interference(&mut o, &ctx),
         barrier: barrier(&mut o, &ctx),
+        cold: cold_starts(&mut o, &ctx),
     };
     async_pingpong(&mut o, &ctx);
     targets_section(&mut o, &targets(&m));
-    write_files(&o, &opts, caps, sel);
+    // Only now, after every measurement, is mwait asked what it detected and chose.
+    let caps = mwait::Capabilities::detect();
+    let sel = mwait::selection();
+    header(&mut o, &opts, &ctx, caps, sel);
+    write_files(&o, &opts, &ctx, caps, sel);
 }
 
-/// The title, the mode and the machine.
-fn header(o: &mut Out, quick: bool, caps: &mwait::Capabilities, sel: &mwait::Selection) {
+/// The peers, the default WaitCell and the WaitCell tiers usable here. Which
+/// tiers are usable is the selection's answer, asked of a child process so that
+/// this one makes its own selection at its first wait, as a program would.
+fn implementations() -> Vec<(String, impls::Make)> {
+    let tiers = mwait_support::run_self(&[TIERS_ARG.to_string()])
+        .unwrap_or_else(|e| panic!("listing the WaitCell tiers: {e}"));
+    let mut all = impls::peers();
+    all.extend(tiers.lines().map(|name| {
+        let make = impls::by_name(name).unwrap_or_else(|| panic!("no mechanism {name}"));
+        (name.to_string(), make)
+    }));
+    all
+}
+
+/// The title, the mode and the machine, put at the top of the report; written
+/// last, because asking mwait for the machine and the selection before the
+/// measurements would make its process-wide choice from an unpinned thread.
+fn header(
+    o: &mut Out,
+    opts: &Options,
+    ctx: &Ctx,
+    caps: &mwait::Capabilities,
+    sel: &mwait::Selection,
+) {
+    let body = std::mem::take(&mut o.md);
     md!(o, "# mwait benchmark report\n");
     md!(
         o,
         "Mode: {}. Every number below was measured in this one run, side by side; \
-         compare ratios within the run, not with other runs. Machine:\n",
-        if quick { "quick" } else { "full" }
+         compare ratios within the run, not with other runs. Machine, as mwait detected \
+         it in this process at its first wait (a pinned thread's; `usable cpus` is what \
+         mwait concluded), read after the measurements; the process may use {} CPUs:\n",
+        if opts.quick { "quick" } else { "full" },
+        ctx.process_cpus
     );
     md!(
         o,
@@ -173,6 +245,19 @@ fn header(o: &mut Out, quick: bool, caps: &mwait::Capabilities, sel: &mwait::Sel
         sel.backend,
         sel.reason
     );
+    o.md.push_str(&body);
+}
+
+/// Every latency scenario again, cold, in child processes (see
+/// [`mwait_benches::cold`]).
+fn cold_starts(o: &mut Out, ctx: &Ctx) -> Option<ColdRuns> {
+    if !ctx.runs("cold") {
+        return None;
+    }
+    eprintln!("cold ...");
+    let runs = cold::measure(&ctx.b.cold);
+    cold::section(o, &runs, &ctx.b.cold);
+    Some(runs)
 }
 
 /// How the interleaved rounds work, once for every scenario that uses them.
@@ -389,7 +474,7 @@ fn measure_interference(ctx: &Ctx) -> InterferenceRuns {
     let (all, rounds) = (&ctx.all, ctx.b.rounds);
     let n = all.len();
     let mut runs = InterferenceRuns {
-        workers: mwait_benches::usable_cpus(),
+        workers: ctx.process_cpus,
         thr: Vec::new(),
         cpu: Vec::new(),
         wake: Vec::new(),
@@ -530,19 +615,17 @@ fn interference_noise(o: &mut Out, wake_aa: &[f64], thr_aa: &[f64]) {
 fn barrier(o: &mut Out, ctx: &Ctx) -> Vec<(String, f64)> {
     eprintln!("barrier ...");
     let n = ctx.b.barrier_episodes;
-    let barriers: Vec<(&str, Arc<dyn scenarios::BarrierLike>)> = vec![
-        ("waitcell", Arc::new(mwait::Barrier::new(2))),
-        ("std-barrier", Arc::new(std::sync::Barrier::new(2))),
-        ("spin", Arc::new(scenarios::SpinBarrier::default())),
-    ];
     let mut bar: Vec<(String, f64)> = Vec::new();
     md!(
         o,
         "## Barrier, two threads with asymmetric work, {n} episodes (`barrier`)\n"
     );
     md!(o, "| impl | ns per episode |\n| --- | ---: |");
-    for (name, barrier) in barriers.into_iter().filter(|_| ctx.runs("barrier")) {
-        let per = duration_ns(scenarios::barrier_episodes(barrier, n)) as f64 / f64::from(n);
+    for (name, barrier) in scenarios::barriers()
+        .into_iter()
+        .filter(|_| ctx.runs("barrier"))
+    {
+        let per = duration_ns(scenarios::barrier_episodes(barrier(), n)) as f64 / f64::from(n);
         md!(o, "| {name} | {per:.0} |");
         o.json.push(format!(
             "{{\"bench\": \"barrier\", \"impl\": \"{name}\", \"ns_per_episode\": {}}}",
@@ -640,11 +723,18 @@ fn targets(m: &Measured) -> Vec<(String, Verdict)> {
             Verdict::of(bget("waitcell") < bget("std-barrier")),
         ),
     ]
+    .into_iter()
+    .chain(m.cold.as_ref().map(cold::targets).unwrap_or_default())
+    .collect()
 }
 
 /// The targets with their verdicts and the count that hold.
 fn targets_section(o: &mut Out, targets: &[(String, Verdict)]) {
-    md!(o, "## Targets (WaitCell default policy)\n");
+    md!(
+        o,
+        "## Targets (WaitCell default policy)\n\nWarm ones first, then the same targets \
+         judged on the cold starts.\n"
+    );
     for (t, v) in targets {
         let label = match v {
             Verdict::Holds => "HOLDS:",
@@ -669,13 +759,19 @@ fn targets_section(o: &mut Out, targets: &[(String, Verdict)]) {
 }
 
 /// Writes `report.md`, `summary.json` and `pingpong.svg`, and prints the report.
-fn write_files(o: &Out, opts: &Options, caps: &mwait::Capabilities, sel: &mwait::Selection) {
+fn write_files(
+    o: &Out,
+    opts: &Options,
+    ctx: &Ctx,
+    caps: &mwait::Capabilities,
+    sel: &mwait::Selection,
+) {
     let out_dir = &opts.out_dir;
     std::fs::create_dir_all(out_dir).unwrap();
     std::fs::write(format!("{out_dir}/report.md"), &o.md).unwrap();
     let machine = format!(
-        "{{\"cpu\": {:?}, \"hypervisor\": {}, \"usable_cpus\": {}, \"waitpkg\": {}, \"monitorx\": {}, \"monitor_mwait\": {}, \"backend\": \"{}\", \"quick\": {}}}",
-        caps.brand, caps.hypervisor, caps.usable_cpus, caps.waitpkg, caps.monitorx, caps.monitor_mwait, sel.backend, opts.quick
+        "{{\"cpu\": {:?}, \"hypervisor\": {}, \"usable_cpus\": {}, \"process_cpus\": {}, \"waitpkg\": {}, \"monitorx\": {}, \"monitor_mwait\": {}, \"backend\": \"{}\", \"quick\": {}}}",
+        caps.brand, caps.hypervisor, caps.usable_cpus, ctx.process_cpus, caps.waitpkg, caps.monitorx, caps.monitor_mwait, sel.backend, opts.quick
     );
     let json = format!(
         "{{\"machine\": {machine},\n \"results\": [\n  {}\n ]}}\n",
