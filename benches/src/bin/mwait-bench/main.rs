@@ -751,7 +751,10 @@ fn targets_section(o: &mut Out, targets: &[(String, Verdict)]) {
         count(Verdict::Holds),
         targets.len(),
         if ties > 0 {
-            format!("; {ties} more is a tie, not counted as holding")
+            format!(
+                "; {ties} more {}, not counted as holding",
+                if ties == 1 { "is a tie" } else { "are ties" }
+            )
         } else {
             String::new()
         }
