@@ -1,8 +1,8 @@
 //! `cargo xtask`: the workspace's build, test, VM-test, stress, bench and codegen driver.
 //!
-//! One binary, no dependencies beyond std, so that it builds in seconds on a fresh
-//! machine. Every subcommand installs what it needs (rustup targets, Debian packages)
-//! and says what it installs.
+//! One binary whose only dependency is the workspace's support crate (std and libc),
+//! so that it builds in seconds on a fresh machine. Every subcommand installs what it
+//! needs (rustup targets, Debian packages) and says what it installs.
 
 mod bench;
 mod codegen;

@@ -1,16 +1,8 @@
 //! Small helpers shared by the subcommands: paths, running commands, installing tools.
 
-use std::path::{Path, PathBuf};
+pub use mwait_support::project_root;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// The workspace root, found from this crate's manifest directory.
-pub fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives one level below the workspace root")
-        .to_path_buf()
-}
 
 /// Result type of every step: a human-readable error.
 pub type Res<T = ()> = Result<T, String>;
