@@ -16,13 +16,12 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::thread;
 use std::time::{Duration, Instant};
-use support::{counting_waker, hook_waker, no_hang, poll_with, Hooks};
+use support::{
+    armed_futures, counting_waker, hook_waker, no_hang, poll_with, Counter, Hooks, Pending, NEVER,
+};
 
 /// Parks at once: the cases below are about the park tier unless they say otherwise.
 const PARK_AT_ONCE: WaitPolicy = WaitPolicy::new().backend(Backend::Futex);
-
-/// A value no predicate below accepts: futures that wait for it stay pending.
-const NEVER: u32 = u32::MAX;
 
 /// `n` for a release build, a tenth of it (at least 1) in a debug build, whose
 /// unoptimised atomics and ladder make each iteration several times slower.
@@ -475,24 +474,21 @@ fn libstdcxx_pr100334_four_cells_do_not_wake_each_other() {
 #[test]
 fn tokio_4618_a_dropped_future_passes_its_wake_on() {
     let cell = WaitCell::new(0);
-    let (a_wakes, a_waker) = counting_waker();
-    let (b_wakes, b_waker) = counting_waker();
-    let mut a = cell.wait_until_async(|v| v == NEVER);
-    let mut b = cell.wait_until_async(|v| v == NEVER);
-    assert!(poll_with(&mut a, &a_waker).is_pending());
-    assert!(poll_with(&mut b, &b_waker).is_pending());
+    let mut futs = armed_futures(&cell, 2);
     cell.notify_one();
-    assert_eq!(a_wakes.wakes() + b_wakes.wakes(), 1, "notify_one wakes one");
-    // Drop whichever was chosen, unpolled: the other must get the wake.
-    let (chosen, other) = if a_wakes.wakes() == 1 {
-        drop(a);
-        (a_wakes, b_wakes)
-    } else {
-        drop(b);
-        (b_wakes, a_wakes)
+    let wakes = |futs: &[(Pending, Arc<Counter>, _)]| -> Vec<usize> {
+        futs.iter().map(|(_, c, _)| c.wakes()).collect()
     };
-    assert_eq!(chosen.wakes(), 1);
-    assert_eq!(other.wakes(), 1, "the dropped future's wake went nowhere");
+    let chosen = match wakes(&futs)[..] {
+        [1, 0] => 0,
+        [0, 1] => 1,
+        ref w => panic!("notify_one woke {w:?}"),
+    };
+    // Drop the chosen one, unpolled: the other must get the wake.
+    let (fut, counter, _) = futs.remove(chosen);
+    drop(fut);
+    assert_eq!(counter.wakes(), 1);
+    assert_eq!(wakes(&futs), [1], "the dropped future's wake went nowhere");
 }
 
 // tokio: issue 4751 (a `Notified` re-polled with a different waker kept the old one):
@@ -575,21 +571,25 @@ fn tokio_4129_a_waker_that_notifies_from_its_drop() {
 #[test]
 fn event_listener_drop_notified() {
     let cell = WaitCell::new(0);
-    let counters: Vec<_> = (0..3).map(|_| counting_waker()).collect();
-    let mut futs: Vec<_> = (0..3)
-        .map(|_| Some(cell.wait_until_async(|v| v == NEVER)))
-        .collect();
-    for (f, (_, w)) in futs.iter_mut().zip(&counters) {
-        assert!(poll_with(f.as_mut().unwrap(), w).is_pending());
-    }
+    let mut futs: Vec<_> = armed_futures(&cell, 3).into_iter().map(Some).collect();
+    let wakes = |futs: &[Option<(Pending, Arc<Counter>, _)>]| -> Vec<usize> {
+        futs.iter().flatten().map(|(_, c, _)| c.wakes()).collect()
+    };
     cell.notify_one();
-    let woken: Vec<usize> = (0..3).filter(|&i| counters[i].0.wakes() == 1).collect();
-    assert_eq!(woken.len(), 1, "notify_one wakes one of three");
-    futs[woken[0]] = None;
-    let total: usize = counters.iter().map(|(c, _)| c.wakes()).sum();
+    let chosen = wakes(&futs)
+        .iter()
+        .position(|&w| w == 1)
+        .expect("one woken");
     assert_eq!(
-        total, 2,
-        "the dropped listener's notification went to exactly one other"
+        wakes(&futs).iter().sum::<usize>(),
+        1,
+        "notify_one wakes one of three"
+    );
+    futs[chosen] = None;
+    assert_eq!(
+        wakes(&futs).iter().sum::<usize>(),
+        1,
+        "the dropped listener's notification went to exactly one of the other two"
     );
     assert_eq!(cell.armed_async_waiters(), 1);
 }
@@ -599,21 +599,15 @@ fn event_listener_drop_notified() {
 #[test]
 fn event_listener_notify_one_wakes_exactly_one() {
     let cell = WaitCell::new(0);
-    let counters: Vec<_> = (0..3).map(|_| counting_waker()).collect();
-    let mut futs: Vec<_> = (0..3)
-        .map(|_| cell.wait_until_async(|v| v == NEVER))
-        .collect();
-    for (f, (_, w)) in futs.iter_mut().zip(&counters) {
-        assert!(poll_with(f, w).is_pending());
-    }
-    let total = || counters.iter().map(|(c, _)| c.wakes()).sum::<usize>();
+    let futs = armed_futures(&cell, 3);
+    let total = || futs.iter().map(|(_, c, _)| c.wakes()).sum::<usize>();
     cell.notify_one();
     assert_eq!(total(), 1);
     cell.notify_one();
     assert_eq!(total(), 2);
     cell.notify_all();
     assert_eq!(total(), 3, "notify_all wakes the last armed one");
-    assert!(counters.iter().all(|(c, _)| c.wakes() == 1));
+    assert!(futs.iter().all(|(_, c, _)| c.wakes() == 1));
 }
 
 // event-listener and tokio: a future woken by notify_all and polled again re-arms and

@@ -19,6 +19,26 @@ use std::time::{Duration, Instant};
 /// a hang fails the run instead of stalling it.
 pub const HANG_LIMIT: Duration = Duration::from_secs(20);
 
+/// A value no predicate of the tests accepts: futures that wait for it stay pending.
+pub const NEVER: u32 = u32::MAX;
+
+/// A future on a cell whose predicate never holds.
+pub type Pending<'a> = mwait::WaitUntil<'a, fn(u32) -> bool>;
+
+/// `n` futures on `cell` that wait for [`NEVER`], each polled once (armed, in this
+/// order) with a counting waker of its own: the future, its counter, its waker.
+pub fn armed_futures(cell: &mwait::WaitCell, n: usize) -> Vec<(Pending<'_>, Arc<Counter>, Waker)> {
+    (0..n)
+        .map(|_| {
+            let (counter, waker) = counting_waker();
+            let never: fn(u32) -> bool = |v| v == NEVER;
+            let mut fut = cell.wait_until_async(never);
+            assert!(poll_with(&mut fut, &waker).is_pending());
+            (fut, counter, waker)
+        })
+        .collect()
+}
+
 /// A waker that counts how often it was woken.
 #[derive(Default)]
 pub struct Counter(AtomicUsize);
