@@ -8,10 +8,10 @@
 //! about `ROWS x PER_ROW` (under 30 s in all).
 
 use mwait::{Backend, Capabilities, WaitCell, WaitPolicy};
-use mwait_examples::{percentile, pin_to_cpu};
+use mwait_support::{percentile, pin_to_cpu, sample_for};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Time spent measuring one row.
 const PER_ROW: Duration = Duration::from_millis(1500);
@@ -134,7 +134,7 @@ fn waitcell_rtt(policy: WaitPolicy, pin: bool) -> Vec<u64> {
     for _ in 0..WARMUP_ROUND_TRIPS {
         round_trip();
     }
-    let samples = sample(&mut round_trip);
+    let samples = sample_for(PER_ROW, MAX_SAMPLES, round_trip);
     cell.store(u32::MAX);
     partner.join().unwrap();
     samples
@@ -177,25 +177,9 @@ fn condvar_rtt(pin: bool) -> Vec<u64> {
     for _ in 0..WARMUP_ROUND_TRIPS {
         round_trip();
     }
-    let samples = sample(&mut round_trip);
+    let samples = sample_for(PER_ROW, MAX_SAMPLES, round_trip);
     *m.lock().unwrap() = u32::MAX;
     cv.notify_all();
     partner.join().unwrap();
     samples
-}
-
-/// Times `round_trip` repeatedly for `PER_ROW`; returns the samples in ns.
-fn sample(round_trip: &mut dyn FnMut()) -> Vec<u64> {
-    let mut out = Vec::with_capacity(1 << 16);
-    let end = Instant::now() + PER_ROW;
-    while out.len() < MAX_SAMPLES {
-        let t0 = Instant::now();
-        round_trip();
-        let t1 = Instant::now();
-        out.push((t1 - t0).as_nanos() as u64);
-        if t1 >= end {
-            break;
-        }
-    }
-    out
 }

@@ -9,7 +9,6 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use mwait_benches::impls;
 use mwait_benches::scenarios;
-use std::sync::Arc;
 use std::time::Duration;
 
 fn bench(c: &mut Criterion) {
@@ -37,32 +36,19 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("barrier");
     g.sample_size(10);
-    g.bench_function("waitcell", |b| {
-        b.iter_custom(|iters| {
-            scenarios::barrier_episodes(Arc::new(mwait::Barrier::new(2)), iters.max(1) as u32)
-        })
-    });
-    g.bench_function("std-barrier", |b| {
-        b.iter_custom(|iters| {
-            scenarios::barrier_episodes(Arc::new(std::sync::Barrier::new(2)), iters.max(1) as u32)
-        })
-    });
-    g.bench_function("spin", |b| {
-        b.iter_custom(|iters| {
-            scenarios::barrier_episodes(
-                Arc::new(scenarios::SpinBarrier::default()),
-                iters.max(1) as u32,
-            )
-        })
-    });
+    for (name, barrier) in scenarios::barriers() {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| scenarios::barrier_episodes(barrier(), iters.max(1) as u32))
+        });
+    }
     g.finish();
 
     let mut g = c.benchmark_group("async_pingpong");
     g.sample_size(10);
-    for (name, tokio_notify) in [("waitcell-async", false), ("tokio-notify", true)] {
+    for (name, round_trips) in scenarios::async_mechanisms() {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
-                let mut s = scenarios::async_pingpong(tokio_notify, Duration::from_millis(50));
+                let mut s = round_trips(Duration::from_millis(50));
                 let p50 = mwait_benches::stats(&mut s).p50;
                 Duration::from_nanos((p50 * iters as f64) as u64)
             })

@@ -1,6 +1,6 @@
 //! Every mechanism as a [`Signal`], with the names the report uses.
 
-use crate::Signal;
+use crate::{AsyncSignal, Signal};
 use mwait::{Backend, WaitCell, WaitPolicy};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -227,6 +227,43 @@ impl Signal for Cell {
     }
 }
 
+/// A `WaitCell` awaited with `wait_until_async`.
+#[derive(Default)]
+pub struct AsyncCell(WaitCell);
+impl AsyncSignal for AsyncCell {
+    fn set(&self, v: u32) {
+        self.0.store(v);
+    }
+    async fn reach(&self, v: u32) -> u32 {
+        self.0.wait_until_async(|x| x >= v).await
+    }
+}
+
+/// tokio's `Notify` beside the value: the awaiting task takes a `notified()` future
+/// before it checks the value, so that a `notify_one` between the check and the
+/// await is kept.
+#[derive(Default)]
+pub struct TokioNotify {
+    notify: tokio::sync::Notify,
+    value: AtomicU32,
+}
+impl AsyncSignal for TokioNotify {
+    fn set(&self, v: u32) {
+        self.value.store(v, Ordering::Release);
+        self.notify.notify_one();
+    }
+    async fn reach(&self, v: u32) -> u32 {
+        loop {
+            let notified = self.notify.notified();
+            let cur = self.value.load(Ordering::Acquire);
+            if cur >= v {
+                return cur;
+            }
+            notified.await;
+        }
+    }
+}
+
 /// A constructor of fresh signals, by report name.
 pub type Make = fn() -> Box<dyn Signal>;
 
@@ -234,9 +271,10 @@ fn mk<T: Signal + Default + 'static>() -> Box<dyn Signal> {
     Box::new(T::default())
 }
 
-/// The peers and the default WaitCell, in report order.
-pub fn all() -> Vec<(String, Make)> {
-    let mut v: Vec<(String, Make)> = vec![
+/// The peers and the default WaitCell, in report order. Building them, or a signal
+/// of theirs, reads nothing of mwait's process-wide state: the first wait does.
+pub fn peers() -> Vec<(String, Make)> {
+    vec![
         ("spin".into(), mk::<Spin>),
         ("pause".into(), mk::<Pause>),
         ("futex".into(), mk::<Futex>),
@@ -246,36 +284,57 @@ pub fn all() -> Vec<(String, Make)> {
         ("park".into(), mk::<Park>),
         ("crossbeam-parker".into(), mk::<CrossbeamParker>),
         ("waitcell".into(), || Box::new(Cell::default_policy())),
-    ];
+    ]
+}
+
+/// The peers, the default WaitCell and every tier usable here, in report order.
+/// This asks mwait's selection which tiers are usable: a process that measures
+/// cold starts must not call it (see [`by_name`]).
+pub fn all() -> Vec<(String, Make)> {
+    let mut v = peers();
     v.extend(waitcell_tiers());
     v
 }
 
-/// `waitcell-<tier>` for every tier usable on this machine.
+/// `waitcell-<tier>` for every tier usable on this machine: spin, futex where
+/// offered, and the hardware tier the selection kept (offered and not demoted by
+/// its self-test). Asks the selection.
 pub fn waitcell_tiers() -> Vec<(String, Make)> {
     let caps = mwait::Capabilities::detect();
     let sel = mwait::selection();
-    let mut v: Vec<(String, Make)> = vec![("waitcell-spin".into(), || {
-        Box::new(Cell::forced(Backend::Spin))
-    })];
+    let mut tiers = vec![Backend::Spin];
     if caps.offers(Backend::Futex) {
-        v.push(("waitcell-futex".into(), || {
-            Box::new(Cell::forced(Backend::Futex))
-        }));
+        tiers.push(Backend::Futex);
     }
-    // A hardware tier is usable only if the selection kept it (offered and not
-    // demoted by its self-test).
-    match sel.backend {
-        Backend::Umwait => v.push(("waitcell-umwait".into(), || {
-            Box::new(Cell::forced(Backend::Umwait))
-        })),
-        Backend::Mwaitx => v.push(("waitcell-mwaitx".into(), || {
-            Box::new(Cell::forced(Backend::Mwaitx))
-        })),
-        Backend::Kernel => v.push(("waitcell-kernel".into(), || {
-            Box::new(Cell::forced(Backend::Kernel))
-        })),
-        _ => {}
+    if sel.backend.is_hardware() {
+        tiers.push(sel.backend);
     }
-    v
+    tiers
+        .into_iter()
+        .filter_map(|b| Some((format!("waitcell-{b}"), forced(b)?)))
+        .collect()
+}
+
+/// The mechanism with the report name `name` (a peer, `waitcell`, or
+/// `waitcell-<tier>` for any tier, usable here or not), built without asking the
+/// selection.
+pub fn by_name(name: &str) -> Option<Make> {
+    if let Some((_, make)) = peers().into_iter().find(|(n, _)| n == name) {
+        return Some(make);
+    }
+    forced(name.strip_prefix("waitcell-")?.parse().ok()?)
+}
+
+/// A WaitCell with the tier `b` forced (see [`Cell::forced`]); `None` for a
+/// backend this harness does not know yet.
+fn forced(b: Backend) -> Option<Make> {
+    let make: Make = match b {
+        Backend::Spin => || Box::new(Cell::forced(Backend::Spin)),
+        Backend::Futex => || Box::new(Cell::forced(Backend::Futex)),
+        Backend::Umwait => || Box::new(Cell::forced(Backend::Umwait)),
+        Backend::Mwaitx => || Box::new(Cell::forced(Backend::Mwaitx)),
+        Backend::Kernel => || Box::new(Cell::forced(Backend::Kernel)),
+        _ => return None,
+    };
+    Some(make)
 }

@@ -2,7 +2,11 @@
 //! usable from criterion's `iter_custom`.
 
 use crate::impls::Make;
-use crate::{pin_to_cpu, sample_for, thread_cpu_time, Signal};
+use crate::{AsyncSignal, Signal};
+use mwait_support::{
+    compute_throughput_process, current_cpu, duration_ns, pin_to_cpu, sample_for, thread_cpu_time,
+    unpin,
+};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -39,14 +43,28 @@ impl PingPong {
     /// Starts the partner thread; the calling thread becomes the timed side (and is
     /// pinned as `placement` says).
     pub fn start(make: Make, placement: Placement) -> PingPong {
+        PingPong::start_with(make, Some(placement.cpus()), Duration::ZERO)
+    }
+
+    /// Starts the partner thread, which sleeps `partner_delay` first; `pins` are
+    /// the CPUs of the calling (timed) thread and of the partner, or `None` to
+    /// leave both where the scheduler puts them. Each thread is pinned before its
+    /// first wait.
+    pub fn start_with(
+        make: Make,
+        pins: Option<(usize, usize)>,
+        partner_delay: Duration,
+    ) -> PingPong {
         let ping: Arc<dyn Signal> = Arc::from(make());
         let pong: Arc<dyn Signal> = Arc::from(make());
         let stop = Arc::new(AtomicBool::new(false));
-        let (me, other) = placement.cpus();
         let partner = {
             let (ping, pong, stop) = (ping.clone(), pong.clone(), stop.clone());
             thread::spawn(move || {
-                pin_to_cpu(other);
+                thread::sleep(partner_delay);
+                if let Some((_, cpu)) = pins {
+                    pin_to_cpu(cpu);
+                }
                 let mut i = 0u32;
                 loop {
                     i = i.wrapping_add(1);
@@ -58,7 +76,9 @@ impl PingPong {
                 }
             })
         };
-        pin_to_cpu(me);
+        if let Some((cpu, _)) = pins {
+            pin_to_cpu(cpu);
+        }
         PingPong {
             ping,
             pong,
@@ -86,19 +106,6 @@ impl Drop for PingPong {
         }
         // Give the calling thread its CPUs back.
         unpin();
-    }
-}
-
-/// Gives the calling thread every CPU of the process again.
-pub fn unpin() {
-    // SAFETY: an all-zero cpu_set_t is valid; CPU_SET stays within it for CPUs below
-    // CPU_SETSIZE; the set outlives the call.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for cpu in 0..(libc::CPU_SETSIZE as usize).min(1024) {
-            libc::CPU_SET(cpu, &mut set);
-        }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
 }
 
@@ -268,8 +275,8 @@ pub fn slow_producer_pinned(
             let mut i = 0u32;
             loop {
                 i = sig.wait_ge(i + 1);
-                let now = epoch.elapsed().as_nanos() as u64;
-                let cpu = crate::current_cpu();
+                let now = duration_ns(epoch.elapsed());
+                let cpu = current_cpu();
                 if stop.load(Ordering::Acquire) {
                     break;
                 }
@@ -292,8 +299,8 @@ pub fn slow_producer_pinned(
     while Instant::now() < end {
         thread::sleep(gap);
         i = i.wrapping_add(1);
-        producer_cpu.store(crate::current_cpu(), Ordering::Release);
-        stamp.store(epoch.elapsed().as_nanos() as u64, Ordering::Release);
+        producer_cpu.store(current_cpu(), Ordering::Release);
+        stamp.store(duration_ns(epoch.elapsed()), Ordering::Release);
         sig.set(i);
     }
     stop.store(true, Ordering::Release);
@@ -304,58 +311,12 @@ pub fn slow_producer_pinned(
     waiter.join().unwrap()
 }
 
-/// Iterations per second of `workers` compute threads running for `duration`.
-pub fn compute_throughput(workers: usize, duration: Duration) -> f64 {
-    let stop = Arc::new(AtomicBool::new(false));
-    let ts: Vec<_> = (0..workers)
-        .map(|_| {
-            let stop = stop.clone();
-            thread::spawn(move || {
-                let mut n = 0u64;
-                let mut x = 1u64;
-                while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..1_000 {
-                        x = x
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
-                    }
-                    n += 1;
-                }
-                std::hint::black_box(x);
-                n
-            })
-        })
-        .collect();
-    thread::sleep(duration);
-    stop.store(true, Ordering::Relaxed);
-    let total: u64 = ts.into_iter().map(|t| t.join().unwrap()).sum();
-    total as f64 / duration.as_secs_f64()
-}
-
-/// The argument that turns the report runner into a compute-worker process.
-pub const COMPUTE_WORKER_ARG: &str = "--compute-worker";
-
-/// [`compute_throughput`] in a separate process (the running binary, started with
-/// [`COMPUTE_WORKER_ARG`]): the seeds' interference load was another program (a kernel
-/// build), and a process-private `membarrier` does not interrupt other processes.
-pub fn compute_throughput_process(workers: usize, duration: Duration) -> f64 {
-    let out = std::process::Command::new(std::env::current_exe().expect("own path"))
-        .arg(COMPUTE_WORKER_ARG)
-        .arg(workers.to_string())
-        .arg(duration.as_millis().to_string())
-        .output()
-        .expect("start the compute-worker process");
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("compute worker printed {text:?}"))
-}
-
 /// The interference experiment: compute workers filling the CPUs (in a separate
 /// process), beside a slow producer/waiter pair of `make`. Returns (worker
-/// throughput, pair measurements).
+/// throughput, pair measurements). As many workers as the calling thread's mask
+/// holds CPUs: call it from an unpinned thread.
 pub fn interference(make: Make, gap: Duration, duration: Duration) -> (f64, SlowProducer) {
-    let workers = crate::usable_cpus();
+    let workers = mwait_support::affinity_cpus();
     let handle = thread::spawn(move || compute_throughput_process(workers, duration));
     let pair = slow_producer(make, gap, duration);
     (handle.join().unwrap(), pair)
@@ -409,9 +370,28 @@ pub fn work(units: u32) {
     }
 }
 
+/// A constructor of a fresh two-party barrier.
+pub type MakeBarrier = fn() -> Arc<dyn BarrierLike>;
+
+/// The barriers of the barrier scenario by report name, each with its constructor.
+pub fn barriers() -> [(&'static str, MakeBarrier); 3] {
+    [
+        ("waitcell", || Arc::new(mwait::Barrier::new(2))),
+        ("std-barrier", || Arc::new(std::sync::Barrier::new(2))),
+        ("spin", || Arc::new(SpinBarrier::default())),
+    ]
+}
+
 /// mwmon's case 2: two threads with asymmetric work meet at a barrier `episodes`
 /// times; returns the total time.
 pub fn barrier_episodes(b: Arc<dyn BarrierLike>, episodes: u32) -> Duration {
+    let [first, rest] = barrier_episodes_split(b, episodes, 0);
+    first + rest
+}
+
+/// [`barrier_episodes`] timed in two parts: the first `first` episodes and the
+/// `episodes - first` after them. Both threads are pinned before their first wait.
+pub fn barrier_episodes_split(b: Arc<dyn BarrierLike>, episodes: u32, first: u32) -> [Duration; 2] {
     const LIGHT: u32 = 200;
     const HEAVY: u32 = 600;
     let other = {
@@ -425,96 +405,68 @@ pub fn barrier_episodes(b: Arc<dyn BarrierLike>, episodes: u32) -> Duration {
         })
     };
     pin_to_cpu(0);
-    let t0 = Instant::now();
-    for _ in 0..episodes {
+    let episode = || {
         work(HEAVY);
         b.wait();
-    }
-    let took = t0.elapsed();
+    };
+    let t0 = Instant::now();
+    (0..first.min(episodes)).for_each(|_| episode());
+    let t1 = Instant::now();
+    (first.min(episodes)..episodes).for_each(|_| episode());
+    let took = [t1 - t0, t1.elapsed()];
     other.join().unwrap();
     unpin();
     took
 }
 
-/// Async ping-pong round trips on a two-worker tokio runtime: `waitcell-async`
-/// (two cells, `wait_until_async`) or `tokio-notify` (two `Notify` + values).
-pub fn async_pingpong(tokio_notify: bool, budget: Duration) -> Vec<u64> {
+/// A scenario run for a time budget that returns its samples in ns.
+pub type Timed = fn(Duration) -> Vec<u64>;
+
+/// The mechanisms of the async ping-pong by report name, each with its
+/// [`async_pingpong`].
+pub fn async_mechanisms() -> [(&'static str, Timed); 2] {
+    [
+        ("waitcell-async", async_pingpong::<crate::impls::AsyncCell>),
+        ("tokio-notify", async_pingpong::<crate::impls::TokioNotify>),
+    ]
+}
+
+/// Async ping-pong round trips of the mechanism `S` between two tokio tasks on a
+/// two-worker runtime, for `budget`: one task raises `ping` and awaits `pong`, the
+/// other answers each ping.
+pub fn async_pingpong<S: AsyncSignal>(budget: Duration) -> Vec<u64> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()
         .unwrap();
     rt.block_on(async move {
-        if tokio_notify {
-            let ping = Arc::new((tokio::sync::Notify::new(), AtomicU32::new(0)));
-            let pong = Arc::new((tokio::sync::Notify::new(), AtomicU32::new(0)));
-            let (pi, po) = (ping.clone(), pong.clone());
-            let partner = tokio::spawn(async move {
+        let ping = Arc::new(S::default());
+        let pong = Arc::new(S::default());
+        let partner = {
+            let (ping, pong) = (ping.clone(), pong.clone());
+            tokio::spawn(async move {
                 let mut i = 0u32;
                 loop {
                     i = i.wrapping_add(1);
-                    loop {
-                        let n = pi.0.notified();
-                        if pi.1.load(Ordering::Acquire) == i {
-                            break;
-                        }
-                        n.await;
-                    }
-                    if i == u32::MAX {
+                    if ping.reach(i).await == u32::MAX {
                         return;
                     }
-                    po.1.store(i, Ordering::Release);
-                    po.0.notify_one();
+                    pong.set(i);
                 }
-            });
-            let mut out = Vec::new();
-            let end = Instant::now() + budget;
-            let mut i = 0u32;
-            while Instant::now() < end {
-                i += 1;
-                let t0 = Instant::now();
-                ping.1.store(i, Ordering::Release);
-                ping.0.notify_one();
-                loop {
-                    let n = pong.0.notified();
-                    if pong.1.load(Ordering::Acquire) == i {
-                        break;
-                    }
-                    n.await;
-                }
-                out.push(t0.elapsed().as_nanos() as u64);
-            }
-            ping.1.store(u32::MAX, Ordering::Release);
-            ping.0.notify_one();
-            partner.abort();
-            out
-        } else {
-            let ping = Arc::new(mwait::WaitCell::new(0));
-            let pong = Arc::new(mwait::WaitCell::new(0));
-            let (pi, po) = (ping.clone(), pong.clone());
-            let partner = tokio::spawn(async move {
-                let mut i = 0u32;
-                loop {
-                    i = i.wrapping_add(1);
-                    pi.wait_until_async(|v| v == i || v == u32::MAX).await;
-                    if pi.load() == u32::MAX {
-                        return;
-                    }
-                    po.store(i);
-                }
-            });
-            let mut out = Vec::new();
-            let end = Instant::now() + budget;
-            let mut i = 0u32;
-            while Instant::now() < end {
-                i += 1;
-                let t0 = Instant::now();
-                ping.store(i);
-                pong.wait_until_async(|v| v == i).await;
-                out.push(t0.elapsed().as_nanos() as u64);
-            }
-            ping.store(u32::MAX);
-            partner.await.unwrap();
-            out
+            })
+        };
+        let mut out = Vec::new();
+        let end = Instant::now() + budget;
+        let mut i = 0u32;
+        while Instant::now() < end {
+            i += 1;
+            let t0 = Instant::now();
+            ping.set(i);
+            pong.reach(i).await;
+            out.push(duration_ns(t0.elapsed()));
         }
+        ping.set(u32::MAX);
+        partner.await.unwrap();
+        out
     })
 }

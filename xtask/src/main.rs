@@ -1,11 +1,13 @@
 //! `cargo xtask`: the workspace's build, test, VM-test, stress, bench and codegen driver.
 //!
-//! One binary, no dependencies beyond std, so that it builds in seconds on a fresh
-//! machine. Every subcommand installs what it needs (rustup targets, Debian packages)
-//! and says what it installs.
+//! One binary whose only dependency is the workspace's support crate (std and libc),
+//! so that it builds in seconds on a fresh machine. Every subcommand installs what it
+//! needs (rustup targets, Debian packages) and says what it installs.
 
 mod bench;
 mod codegen;
+mod dkms;
+mod hwreport;
 mod hwtest;
 mod miri;
 mod test;
@@ -20,13 +22,19 @@ usage: cargo xtask <command> [options]
 commands:
   test            everything CI runs: fmt, clippy, generated bindings, tests,
                   doctests, loom, docs, other targets, packaging, hardware-tier
-                  suites, VM tests, checkpatch
+                  suites, DKMS, VM tests, checkpatch
   miri            the unit and integration tests that Miri can run today, under
                   Miri (installs nightly miri and rust-src when missing)
   stress [N]      long stress run with each tier forced (default 10^8 handoffs)
   bench [--quick] the benchmark suite; writes target/mwait-bench/report.md
   hw-test         the hardware tiers' suites (UMWAIT under qemu-user, MWAITX native)
+  hw-report [--no-bench]
+                  what this machine offers, the hardware tiers it offers put
+                  through their suites, and a quick bench, in one file to send:
+                  target/mwait-hw-report.md (and .json)
   vm-test         builds the kernel module, boots it in QEMU and runs the in-guest suite
+  dkms            builds and installs kmod/ with DKMS (kmod/dkms.conf) into a
+                  private tree, against the kernel headers vm-test uses
   checkpatch      the kernel's checkpatch.pl over kmod/ (module, uapi header, C test)
   codegen [--check]
                   regenerates crates/mwait-sys/src/bindings.rs from the uapi
@@ -48,7 +56,9 @@ fn main() -> ExitCode {
         "stress" => test::stress(rest),
         "bench" => bench::run(rest),
         "hw-test" => hwtest::run(rest),
+        "hw-report" => hwreport::run(rest),
         "vm-test" => vm::run_vm(rest),
+        "dkms" => dkms::run(rest),
         "checkpatch" => vm::checkpatch(rest),
         "codegen" => codegen::run(rest),
         "help" | "--help" | "-h" => {

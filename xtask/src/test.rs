@@ -25,9 +25,9 @@ pub fn run(args: &[String]) -> Res {
         "warnings",
     ]))?;
 
-    // The drift check runs on its own first, so that a stale bindings.rs reads as
-    // such in the log. It also installs libclang, which the same check needs
-    // again as a #[test] of mwait-codegen under `cargo test --workspace`.
+    // The drift check is this step, not a #[test]: it needs libclang, which this
+    // step installs, and `cargo test --workspace` must pass on a machine without
+    // it. A stale bindings.rs fails here and reads as such in the log.
     step("generated bindings match the uapi header");
     crate::codegen::generator("check")?;
 
@@ -92,6 +92,9 @@ pub fn run(args: &[String]) -> Res {
 
     step("hardware tiers: UMWAIT under qemu-user, MWAITX natively");
     crate::hwtest::run(&[])?;
+
+    step("kernel shim built and installed by DKMS (kmod/dkms.conf)");
+    crate::dkms::run(&[])?;
 
     step("kernel shim in a QEMU TCG guest");
     crate::vm::run_vm(&[])?;

@@ -28,6 +28,7 @@
 use mwait_benches::impls::{self, Make};
 use mwait_benches::scenarios::{self, Placement};
 use mwait_benches::{median, stats};
+use mwait_support::duration_ns;
 use std::time::{Duration, Instant};
 
 fn make(name: &str) -> Make {
@@ -51,7 +52,7 @@ fn first_recheck() {
                 looks >= 2
             });
         }
-        per_wait.push(t0.elapsed().as_nanos() as f64 / f64::from(n));
+        per_wait.push(duration_ns(t0.elapsed()) as f64 / f64::from(n));
     }
     println!(
         "wait_until to its first re-check: median {:.1} ns per wait (20 batches of 200000)",
@@ -97,13 +98,13 @@ fn windows(seconds: u64) {
 
 fn pinned_wake() {
     const ROUND: Duration = Duration::from_millis(300);
-    let workers = mwait_benches::usable_cpus();
+    let workers = mwait_support::affinity_cpus();
     for (label, pins) in [("one CPU", (0, 0)), ("two CPUs", (0, 1))] {
         let mut p50 = [Vec::new(), Vec::new()];
         for _ in 0..6 {
             for (k, name) in ["futex", "waitcell"].into_iter().enumerate() {
                 let load = std::thread::spawn(move || {
-                    scenarios::compute_throughput_process(workers, ROUND)
+                    mwait_support::compute_throughput_process(workers, ROUND)
                 });
                 let mut r = scenarios::slow_producer_pinned(
                     make(name),
@@ -149,7 +150,7 @@ fn waiter_cpu(names: &[&str], gap_us: u64, rounds: usize) {
         for (k, name) in names.iter().enumerate() {
             let r = scenarios::slow_producer(make(name), Duration::from_micros(gap_us), ROUND);
             let wakes = r.wake_ns.len().max(1) as f64;
-            per[k].push(r.waiter_cpu * ROUND.as_nanos() as f64 / wakes);
+            per[k].push(r.waiter_cpu * duration_ns(ROUND) as f64 / wakes);
         }
     }
     for (k, name) in names.iter().enumerate() {
@@ -162,15 +163,13 @@ fn waiter_cpu(names: &[&str], gap_us: u64, rounds: usize) {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // The compute workers of `pinned-wake` and `interference-wake` run in a process
+    // of their own: this binary, started again.
+    if mwait_support::compute_worker_entry(&args) {
+        return;
+    }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match args[..] {
-        [scenarios::COMPUTE_WORKER_ARG, threads, ms] => {
-            // The compute workers of `pinned-wake` and `interference-wake`, in a
-            // process of their own.
-            let d = Duration::from_millis(ms.parse().expect("milliseconds"));
-            let t = threads.parse().expect("thread count");
-            println!("{}", scenarios::compute_throughput(t, d));
-        }
         ["first-recheck"] => first_recheck(),
         ["windows"] => windows(30),
         ["windows", s] => windows(s.parse().expect("seconds")),

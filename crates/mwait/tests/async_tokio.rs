@@ -2,6 +2,7 @@
 //! cell, notify_all, cancellation, mixed async and blocking waiters, the timer form.
 
 use mwait::{Backend, WaitCell, WaitPolicy, WaitResult};
+use mwait_support::{poll_until, SETTLE_LIMIT};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -130,9 +131,8 @@ fn mixed_async_blocking_and_spinning_waiters_on_one_cell() {
             rt.spawn(async move { c.wait_until_async(|v| v == 1).await })
         })
         .collect();
-    while cell.parked_waiters() == 0 || cell.armed_async_waiters() < 8 {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    assert!(poll_until(SETTLE_LIMIT, || cell.parked_waiters() == 1
+        && cell.armed_async_waiters() == 8));
     cell.store(1);
     assert_eq!(parked.join().unwrap(), 1);
     assert_eq!(spinning.join().unwrap(), 1);

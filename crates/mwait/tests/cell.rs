@@ -1,6 +1,7 @@
 //! Functional tests of `WaitCell`, the policy and the backend choice.
 
 use mwait::{select, Backend, Capabilities, EnvConfig, OsFacts, WaitCell, WaitPolicy, WaitResult};
+use mwait_support::{poll_until, SETTLE_LIMIT};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -89,9 +90,7 @@ fn timed_wait_is_woken_before_its_deadline() {
             &policy,
         )
     });
-    while cell.parked_waiters() == 0 {
-        thread::yield_now();
-    }
+    assert!(poll_until(SETTLE_LIMIT, || cell.parked_waiters() == 1));
     cell.store(1);
     assert_eq!(t.join().unwrap(), WaitResult::Ready(1));
 }
@@ -106,9 +105,7 @@ fn notify_all_wakes_waiters_after_as_atomic_change() {
             thread::spawn(move || c.wait_until_with(|v| v == 1, &policy))
         })
         .collect();
-    while cell.parked_waiters() < 4 {
-        thread::yield_now();
-    }
+    assert!(poll_until(SETTLE_LIMIT, || cell.parked_waiters() == 4));
     cell.as_atomic()
         .store(1, std::sync::atomic::Ordering::Relaxed);
     cell.notify_all();
@@ -133,9 +130,7 @@ fn notify_one_wakes_one_parked_waiter() {
             })
         })
         .collect();
-    while cell.parked_waiters() < 2 {
-        thread::yield_now();
-    }
+    assert!(poll_until(SETTLE_LIMIT, || cell.parked_waiters() == 2));
     for _ in 0..2 {
         cell.as_atomic()
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -194,11 +189,10 @@ fn shared_cell_wakes_across_a_fork() {
             let v = cell.wait_until_with(|v| v == 42, &policy);
             libc::_exit(if v == 42 { 0 } else { 1 });
         }
-        let t0 = Instant::now();
-        while cell.parked_waiters() == 0 && t0.elapsed() < Duration::from_secs(20) {
-            thread::sleep(Duration::from_millis(1));
-        }
-        assert_eq!(cell.parked_waiters(), 1, "the child parked");
+        assert!(
+            poll_until(SETTLE_LIMIT, || cell.parked_waiters() == 1),
+            "the child parked"
+        );
         cell.store(42);
         let mut status = 0;
         assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
@@ -307,9 +301,8 @@ fn huge_timeouts_saturate_instead_of_overflowing() {
         (a, b)
     });
     cell.store(1);
-    while cell.parked_waiters() == 0 && !t.is_finished() {
-        thread::yield_now();
-    }
+    assert!(poll_until(SETTLE_LIMIT, || cell.parked_waiters() == 1
+        || t.is_finished()));
     cell.store(2);
     let (a, b) = t.join().unwrap();
     assert!(matches!(a, WaitResult::Ready(v) if v >= 1));

@@ -13,6 +13,7 @@
 //! have demoted).
 
 use mwait::{Backend, CState, WaitCell, WaitPolicy, WaitResult};
+use mwait_support::{poll_until, SETTLE_LIMIT};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -89,13 +90,8 @@ fn the_tier_hands_over_to_park_when_its_budget_ends() {
         .spin(Duration::ZERO)
         .hardware(Duration::from_millis(2));
     let t = thread::spawn(move || c.wait_until_with(|v| v == 1, &policy));
-    let t0 = Instant::now();
-    while cell.parked_waiters() == 0 && t0.elapsed() < Duration::from_secs(20) {
-        thread::sleep(Duration::from_millis(1));
-    }
-    assert_eq!(
-        cell.parked_waiters(),
-        1,
+    assert!(
+        poll_until(SETTLE_LIMIT, || cell.parked_waiters() == 1),
         "the waiter parked after its budget"
     );
     cell.store(1);

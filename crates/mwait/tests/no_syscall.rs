@@ -5,6 +5,7 @@
 
 use mwait::test_counters::futex_wake_calls;
 use mwait::{Backend, WaitCell, WaitPolicy};
+use mwait_support::{poll_until, SETTLE_LIMIT};
 use std::sync::Mutex;
 use std::thread;
 use std::time::Duration;
@@ -52,9 +53,7 @@ fn parked_waiter_gets_exactly_the_wake_it_needs() {
     let park_at_once = WaitPolicy::new().backend(Backend::Futex);
     thread::scope(|s| {
         let w = s.spawn(|| cell.wait_until_with(|v| v == 1, &park_at_once));
-        while cell.parked_waiters() == 0 {
-            thread::yield_now();
-        }
+        assert!(poll_until(SETTLE_LIMIT, || cell.parked_waiters() == 1));
         let before = futex_wake_calls();
         cell.store(1);
         assert_eq!(w.join().unwrap(), 1);
@@ -78,9 +77,7 @@ fn parking_on_a_shared_cell_makes_no_membarrier_call() {
     let _ = shared.wait_until_deadline_with(|v| v == 1, soon(), &park_at_once);
     thread::scope(|s| {
         let w = s.spawn(|| shared.wait_until_with(|v| v == 1, &park_at_once));
-        while shared.parked_waiters() == 0 {
-            thread::sleep(Duration::from_millis(1));
-        }
+        assert!(poll_until(SETTLE_LIMIT, || shared.parked_waiters() == 1));
         shared.store(1);
         assert_eq!(w.join().unwrap(), 1);
     });
@@ -112,13 +109,10 @@ fn a_cell_that_keeps_parking_pays_membarrier_once() {
             }
         });
         for i in 1..=3 {
-            while cell.parked_waiters() == 0 {
-                thread::sleep(Duration::from_millis(1));
-            }
+            assert!(poll_until(SETTLE_LIMIT, || cell.parked_waiters() == 1));
             cell.store(i);
-            while done.load(std::sync::atomic::Ordering::Acquire) != i {
-                thread::yield_now();
-            }
+            let woken = || done.load(std::sync::atomic::Ordering::Acquire) == i;
+            assert!(poll_until(SETTLE_LIMIT, woken));
         }
         w.join().unwrap();
     });

@@ -1,0 +1,267 @@
+//! The cold-start section: every cold scenario of [`mwait_benches::cold`] in fresh
+//! child processes, in interleaved rounds, and the targets judged on them.
+
+use crate::judge::{ratio_target, Verdict};
+use crate::{num, Out};
+use mwait_benches::cold::{self, Measures, Scenario};
+use mwait_benches::{median, min_max, round_order};
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// How much one cold run measures.
+pub struct ColdBudget {
+    /// Rounds: each starts one child per scenario and mechanism.
+    pub rounds: u32,
+    /// The steady state of a ping-pong child, after its first round trips.
+    pub steady: Duration,
+    /// A long_wait child.
+    pub long_wait: Duration,
+    /// Episodes of a barrier child, its first [`cold::FIRST`] included.
+    pub barrier_episodes: u32,
+}
+
+/// What the cold children measured: per scenario, per mechanism (in
+/// [`Scenario::impls`] order), one [`Measures`] per round (empty where the child
+/// failed), and the failures.
+pub struct ColdRuns {
+    runs: Vec<(Scenario, Vec<Vec<Measures>>)>,
+    failures: Vec<String>,
+}
+
+impl ColdRuns {
+    /// The per-round values of `key` for the mechanism `name` in `scenario` (NaN
+    /// for a round whose child failed).
+    pub fn series(&self, scenario: Scenario, name: &str, key: &str) -> Vec<f64> {
+        let Some((_, per_impl)) = self.runs.iter().find(|(s, _)| *s == scenario) else {
+            return Vec::new();
+        };
+        let Some(i) = scenario.impls().iter().position(|n| *n == name) else {
+            return Vec::new();
+        };
+        per_impl[i].iter().map(|m| m.get(key)).collect()
+    }
+}
+
+/// Runs every cold scenario, `budget.rounds` times, each mechanism of a scenario
+/// in an order rotated from round to round.
+pub fn measure(budget: &ColdBudget) -> ColdRuns {
+    let mut runs: Vec<(Scenario, Vec<Vec<Measures>>)> = Scenario::ALL
+        .into_iter()
+        .map(|s| (s, vec![Vec::new(); s.impls().len()]))
+        .collect();
+    let mut failures = Vec::new();
+    for r in 0..budget.rounds as usize {
+        for (scenario, per_impl) in &mut runs {
+            let amount = match scenario {
+                Scenario::Barrier => u64::from(budget.barrier_episodes),
+                Scenario::LongWait => budget.long_wait.as_millis() as u64,
+                _ => budget.steady.as_millis() as u64,
+            };
+            let impls = scenario.impls();
+            for i in round_order(impls.len(), r) {
+                let args = cold::child_args(*scenario, impls[i], amount);
+                let got = mwait_support::run_self(&args)
+                    .and_then(|out| Measures::parse(out.trim()))
+                    .unwrap_or_else(|e| {
+                        failures.push(format!("{} {}: {e}", scenario.name(), impls[i]));
+                        Measures::default()
+                    });
+                per_impl[i].push(got);
+            }
+        }
+    }
+    ColdRuns { runs, failures }
+}
+
+/// The median over the rounds, with the range.
+fn summary(v: &[f64], digits: usize) -> (String, String) {
+    let (lo, hi) = min_max(v);
+    (
+        format!("{:.digits$}", median(v)),
+        format!("{lo:.digits$}–{hi:.digits$}"),
+    )
+}
+
+/// "spin / hardware / park" shares from the runs' tier counts, or "n/a" while
+/// the crate has no stats to read (see [`cold::tier_shares`]).
+fn shares(runs: &ColdRuns, scenario: Scenario, name: &str) -> String {
+    let share = |key: &str| median(&runs.series(scenario, name, key));
+    let [s, h, p] = ["spin_share", "hardware_share", "park_share"].map(share);
+    if s.is_nan() {
+        return "n/a".into();
+    }
+    format!(
+        "{:.0} % / {:.0} % / {:.0} %",
+        s * 100.0,
+        h * 100.0,
+        p * 100.0
+    )
+}
+
+/// The section: ping-pong arrangements, long_wait and barrier, cold.
+pub fn section(o: &mut Out, runs: &ColdRuns, budget: &ColdBudget) {
+    md!(o, "## Cold starts (`cold`)\n");
+    md!(
+        o,
+        "Each value is the median over {} rounds; each round starts a fresh process per \
+         scenario and mechanism (`mwait-bench {} SCENARIO IMPL AMOUNT`), with no warm-up \
+         and no call to mwait's selection before the threads exist, each thread pinned \
+         (where the scenario pins) before its first wait. First {}: the p50 of the first \
+         {} round trips (episodes, for the barrier); steady: the p50 of the round trips of \
+         the next {} ms (the barrier's other {} episodes). Tier shares (the share of waits \
+         that ended in spin / hardware / park): n/a until mwait offers `stats()`.\n",
+        budget.rounds,
+        cold::COLD_ARG,
+        cold::FIRST,
+        cold::FIRST,
+        budget.steady.as_millis(),
+        budget.barrier_episodes.saturating_sub(cold::FIRST),
+    );
+    md!(o, "| scenario | impl | first {} p50 ns | steady p50 ns | steady range across rounds | tier shares |", cold::FIRST);
+    md!(o, "| --- | --- | ---: | ---: | ---: | --- |");
+    let pingpongs = [
+        Scenario::Pinned,
+        Scenario::Unpinned,
+        Scenario::LatePartner,
+        Scenario::AfterPause,
+        Scenario::SameCpu,
+    ];
+    for s in pingpongs {
+        for name in s.impls() {
+            let first = runs.series(s, name, "first_p50_ns");
+            let steady = runs.series(s, name, "steady_p50_ns");
+            let (f, _) = summary(&first, 0);
+            let (st, range) = summary(&steady, 0);
+            let tiers = shares(runs, s, name);
+            md!(
+                o,
+                "| {} | {name} | {f} | {st} | {range} | {tiers} |",
+                s.describe()
+            );
+            o.json.push(format!(
+                "{{\"bench\": \"cold\", \"scenario\": \"{}\", \"impl\": \"{name}\", \"first_p50_ns\": {}, \"steady_p50_ns\": {}, \"rounds\": {}}}",
+                s.name(), num(median(&first)), num(median(&steady)), first.len()
+            ));
+        }
+    }
+    md!(o);
+    long_wait_table(o, runs);
+    barrier_table(o, runs);
+    if !runs.failures.is_empty() {
+        md!(
+            o,
+            "Cold children that failed (their rounds count as missing):\n"
+        );
+        for f in &runs.failures {
+            md!(o, "- {}", f.replace('\n', " "));
+        }
+        md!(o);
+    }
+}
+
+fn long_wait_table(o: &mut Out, runs: &ColdRuns) {
+    let s = Scenario::LongWait;
+    md!(o, "Cold {}:\n", s.describe());
+    md!(o, "| impl | waiter CPU (fraction of one CPU) | its range across rounds | wake p50 ns | tier shares |");
+    md!(o, "| --- | ---: | ---: | ---: | --- |");
+    for name in s.impls() {
+        let cpu = runs.series(s, name, "waiter_cpu");
+        let (c, range) = summary(&cpu, 4);
+        let (w, _) = summary(&runs.series(s, name, "wake_p50_ns"), 0);
+        md!(
+            o,
+            "| {name} | {c} | {range} | {w} | {} |",
+            shares(runs, s, name)
+        );
+        o.json.push(format!(
+            "{{\"bench\": \"cold\", \"scenario\": \"{}\", \"impl\": \"{name}\", \"waiter_cpu\": {}, \"rounds\": {}}}",
+            s.name(), num(median(&cpu)), cpu.len()
+        ));
+    }
+    md!(o);
+}
+
+fn barrier_table(o: &mut Out, runs: &ColdRuns) {
+    let s = Scenario::Barrier;
+    md!(o, "Cold {}:\n", s.describe());
+    md!(
+        o,
+        "| impl | first {} episodes, ns per episode | steady ns per episode | its range across rounds | tier shares |",
+        cold::FIRST
+    );
+    md!(o, "| --- | ---: | ---: | ---: | --- |");
+    for name in s.impls() {
+        let first = runs.series(s, name, "first_ns_per_episode");
+        let steady = runs.series(s, name, "steady_ns_per_episode");
+        let (f, _) = summary(&first, 0);
+        let (st, range) = summary(&steady, 0);
+        md!(
+            o,
+            "| {name} | {f} | {st} | {range} | {} |",
+            shares(runs, s, name)
+        );
+        o.json.push(format!(
+            "{{\"bench\": \"cold\", \"scenario\": \"{}\", \"impl\": \"{name}\", \"first_ns_per_episode\": {}, \"steady_ns_per_episode\": {}, \"rounds\": {}}}",
+            s.name(), num(median(&first)), num(median(&steady)), first.len()
+        ));
+    }
+    md!(o);
+}
+
+/// The report's targets judged on the cold runs, on per-round paired ratios.
+pub fn targets(runs: &ColdRuns) -> Vec<(String, Verdict)> {
+    let mut t = Vec::new();
+    let ratio = |s: Scenario, key: &str, base: &str, bound: f64, what: String| {
+        ratio_target(
+            &what,
+            &runs.series(s, "waitcell", key),
+            &runs.series(s, base, key),
+            move |r| r <= bound,
+        )
+    };
+    for (s, label) in [
+        (Scenario::Pinned, "pinned before the first wait"),
+        (Scenario::Unpinned, "unpinned"),
+        (Scenario::LatePartner, "partner 2 ms late"),
+        (Scenario::AfterPause, "after a 2 ms pause mid-run"),
+    ] {
+        t.push(ratio(
+            s,
+            "first_p50_ns",
+            "pause",
+            2.0,
+            format!(
+                "cold pingpong, {label}: first {} p50 <= 2x pause",
+                cold::FIRST
+            ),
+        ));
+        t.push(ratio(
+            s,
+            "steady_p50_ns",
+            "pause",
+            1.1,
+            format!("cold pingpong, {label}: steady p50 <= 1.1x pause"),
+        ));
+    }
+    t.push(ratio(
+        Scenario::SameCpu,
+        "steady_p50_ns",
+        "futex",
+        1.2,
+        "cold same_cpu steady p50 <= 1.2x futex".into(),
+    ));
+    t.push(ratio(
+        Scenario::LongWait,
+        "waiter_cpu",
+        "futex",
+        1.2,
+        "cold long_wait waiter CPU <= 1.2x futex".into(),
+    ));
+    t.push(ratio_target(
+        "cold barrier faster than std Barrier (steady ns per episode)",
+        &runs.series(Scenario::Barrier, "waitcell", "steady_ns_per_episode"),
+        &runs.series(Scenario::Barrier, "std-barrier", "steady_ns_per_episode"),
+        |r| r < 1.0,
+    ));
+    t
+}
