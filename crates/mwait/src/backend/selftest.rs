@@ -48,7 +48,7 @@
 //! nothing: a real monitor and a sleeper would both have reached their timer), and
 //! the wait was still running at the store (one that ended before, by an interrupt
 //! or a `Yield`, tells nothing about stores). Other tries are void and retried until
-//! [`STORE_TRIES`] are valid or [`STORE_CHECK_BUDGET_NS`] has passed.
+//! [`STORE_TRIES`] are valid or [`Plan::store_budget_ns`] has passed.
 //!
 //! The rule when the machine does not let the helper run: with fewer than
 //! [`MIN_VALID_TRIES`] valid tries check (a) is inconclusive, and an inconclusive
@@ -97,9 +97,9 @@ pub(crate) const MIN_VALID_TRIES: usize = 3;
 /// Check (b) makes at most this many attempts per try wanted (a `Yield` voids one).
 pub(crate) const ATTEMPTS_PER_TRY: usize = 3;
 /// Check (a) goes on making attempts until it has [`STORE_TRIES`] valid ones, for at
-/// most this long: on an idle machine the first five attempts are valid (under
-/// 0.1 ms for a real monitor); on a loaded one the helper thread runs only now and
-/// then, and this gives it several scheduler time slices.
+/// most this long (or 20 long timers, if longer): on an idle machine the first five
+/// attempts are valid (about 0.1 ms for a real monitor); on a loaded one the helper
+/// thread runs only now and then, and this gives it several scheduler time slices.
 pub(crate) const STORE_CHECK_BUDGET_NS: u64 = 20_000_000;
 /// The shortest short timer the test uses, however low the OS cap (below this the
 /// fixed cost of an episode swamps the timer).
@@ -175,6 +175,16 @@ impl Plan {
     /// apart than this (it was preempted there).
     pub(crate) const fn store_slack_ns(self) -> u64 {
         self.short_ns / 2
+    }
+
+    /// How long check (a) may go on making attempts.
+    pub(crate) const fn store_budget_ns(self) -> u64 {
+        let timers = 20 * self.long_ns();
+        if timers > STORE_CHECK_BUDGET_NS {
+            timers
+        } else {
+            STORE_CHECK_BUDGET_NS
+        }
     }
 
     /// During a no-store try the helper stores once the wait has run this long, so
@@ -369,14 +379,19 @@ impl Mailbox {
             }
             at = self.begun_ns.load(Ordering::Relaxed) + store_after_ns;
         }
-        // Never yield from here to the store: on a loaded machine a yield can cost a
-        // whole time slice. The waiter ends the try within its timer, or the
-        // watchdog's store does.
+        // A store try never yields from here to the store: on a loaded machine a
+        // yield can cost a whole time slice. The watchdog of a no-store try needs no
+        // precision, and yields so as not to take a CPU from others for nothing.
+        let mut round = 0;
         while now_ns() < at {
             if !live() {
                 return None;
             }
-            core::hint::spin_loop();
+            if from_begin {
+                core::hint::spin_loop();
+            } else {
+                pause(&mut round);
+            }
         }
         let t0 = now_ns();
         let ok = self
@@ -557,7 +572,7 @@ impl<W: HardwareWait> Tester<'_, W> {
                     .to_string(),
             );
         }
-        let give_up = now_ns() + STORE_CHECK_BUDGET_NS;
+        let give_up = now_ns() + plan.store_budget_ns();
         while latencies.len() < STORE_TRIES && now_ns() < give_up {
             attempts_a += 1;
             let Some(t) = self.attempt(plan.long_ns(), Some(plan.short_ns)) else {
@@ -577,7 +592,7 @@ impl<W: HardwareWait> Tester<'_, W> {
                 "check (a) store wake: inconclusive: in {attempts_a} attempts over {} ms \
                  only {} had the storing thread running with the waiter and storing during \
                  the wait (an overloaded machine), {MIN_VALID_TRIES} needed",
-                STORE_CHECK_BUDGET_NS / 1_000_000,
+                plan.store_budget_ns() / 1_000_000,
                 latencies.len()
             ));
         }
@@ -687,11 +702,21 @@ mod tests {
     use super::super::sim::{SimMonitor, TEST_PLAN};
     use super::*;
 
-    /// Runs the self-test on `sim` with the test plan.
-    fn verdict(sim: &SimMonitor) -> Result<Report, String> {
-        let r = run(sim, TEST_PLAN);
+    /// One simulated self-test at a time: each one's helper thread spins, and running
+    /// them side by side would load the machine the verdicts are timed on.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// Runs the self-test on `sim` with `plan`, one test at a time.
+    fn run_alone(sim: &SimMonitor, plan: Plan) -> Result<Report, String> {
+        let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let r = run(sim, plan);
         println!("{sim:?}: {r:?}");
         r
+    }
+
+    /// Runs the self-test on `sim` with the test plan.
+    fn verdict(sim: &SimMonitor) -> Result<Report, String> {
+        run_alone(sim, TEST_PLAN)
     }
 
     fn assert_demoted_by(sim: &SimMonitor, check: &str) {
@@ -714,7 +739,7 @@ mod tests {
         let plan = TEST_PLAN.under_cap(cap_ns);
         assert!(plan.long_ns() <= cap_ns);
         let sim = SimMonitor::real().with_cap(cap_ns);
-        run(&sim, plan).expect("a capped real monitor passes under its cap");
+        run_alone(&sim, plan).expect("a capped real monitor passes under its cap");
     }
 
     #[test]
@@ -725,7 +750,7 @@ mod tests {
     #[test]
     fn simulated_trapped_noop_with_the_production_plan_is_demoted_by_check_b() {
         // The machine's own numbers: a 10 µs no-op against 20 µs and 160 µs timers.
-        let why = run(&SimMonitor::trapped_noop(), Plan::new(SHORT_WAIT_NS)).unwrap_err();
+        let why = run_alone(&SimMonitor::trapped_noop(), Plan::new(SHORT_WAIT_NS)).unwrap_err();
         assert!(why.starts_with("check (b) timer"), "{why}");
     }
 
