@@ -10,7 +10,7 @@
 //!   the tier and its self-test as they are; if it hides MONITORX (the EPYC guests
 //!   here, which trap MWAITX: ~25 000 TSC cycles whatever its timer), forced past
 //!   CPUID with the self-test off, then once with it on, which must demote it
-//!   (check (b): waits of 10 µs and 80 µs both last ~10 µs).
+//!   (check (b): waits of 20 µs and 160 µs both last about 7 µs there).
 //!
 //! The demotion runs assert that the reason names the failed check.
 //!

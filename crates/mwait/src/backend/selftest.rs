@@ -201,7 +201,7 @@ pub(crate) struct Report {
     pub(crate) timer_medians_ns: (u64, u64),
     /// Check (c): no-store waits that ended before half their timer, of how many.
     pub(crate) early: (usize, usize),
-    /// Check (a): the median latency from store to wake, in ns, and the valid tries.
+    /// Check (a): the median latency from store to wake, in ns.
     pub(crate) wake_median_ns: u64,
     /// Check (a): valid tries, of how many attempts.
     pub(crate) store_tries: (usize, usize),
