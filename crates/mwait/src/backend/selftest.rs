@@ -35,13 +35,14 @@
 //! ends that).
 //!
 //! Check (a) needs the two threads running at once on two CPUs. So the helper moves
-//! itself off the waiter's CPU (its affinity: the process's CPUs but the waiter's),
-//! a store try begins only once the helper has acknowledged it no more than
-//! [`Plan::store_slack_ns`] earlier (else both were not running: the try is void),
-//! neither thread yields while a try runs (on a loaded machine a yield can cost a
-//! whole time slice), and the helper stores [`Plan::short_ns`] after the wait began,
-//! timestamping the store from its own side, before and after the compare-exchange
-//! that performs it. The latency is `waiter's end - helper's store`. A store try
+//! itself off the waiter's CPU (its affinity: the process's CPUs but the waiter's);
+//! a store try begins only once the helper has acknowledged it, and the helper,
+//! spinning meanwhile, must see the wait's start within [`Plan::store_slack_ns`]
+//! (else it was not running then, and it does not store: the try is void); the
+//! helper does not yield from the wait's start to its store (on a loaded machine a
+//! yield can cost a whole time slice), which it makes [`Plan::short_ns`] after the
+//! wait began, timestamping it from its own side, before and after the
+//! compare-exchange that performs it. The latency is `waiter's end - helper's store`. A store try
 //! counts only when the helper performed the store, its two timestamps are within
 //! [`Plan::store_slack_ns`] (it was not preempted around the store), the store came
 //! after the wait began and within half the wait's timer (a late store tells
@@ -172,7 +173,8 @@ impl Plan {
     }
 
     /// A store try is void when the helper's timestamps around its store are further
-    /// apart than this (it was preempted there).
+    /// apart than this (it was preempted there), or when the helper saw the wait's
+    /// start later than this after it (it was not running then).
     pub(crate) const fn store_slack_ns(self) -> u64 {
         self.short_ns / 2
     }
@@ -271,18 +273,20 @@ struct Line(AtomicU32);
 ///
 /// 1. the waiter writes `armed(id)` to the word and the try's parameters, then
 ///    `request = id` (Release);
-/// 2. the helper writes `ack_ns`, then `acked = id` (Release);
+/// 2. the helper writes `acked = id` (Release);
 /// 3. for a store try, the waiter, once it sees the acknowledgement, writes
-///    `begun_ns`, then `begun = id` (Release), and waits; the helper stores
-///    `armed(id) + 1` `store_after_ns` after `begun_ns`. For a no-store try the waiter
+///    `begun_ns`, then `begun = id` (Release), and waits; the helper, if it saw that
+///    within `slack_ns`, stores `armed(id) + 1` `store_after_ns` after `begun_ns`
+///    (a waiter that saw no acknowledgement voids the try by storing
+///    `armed(id) + 1` itself). For a no-store try the waiter
 ///    does not wait for the helper, which stores (the watchdog) `store_after_ns` after
 ///    its acknowledgement;
 /// 4. the waiter ends the try with its own compare-exchange `armed(id)` to
 ///    `armed(id) + 1`; when that fails the helper's store won, and its timestamps
 ///    follow (`stored = id`, Release).
 ///
-/// Every store to the word but the waiter's first is a compare-exchange from
-/// `armed(id)`, so a store meant for one try can never land in another.
+/// The helper's stores are compare-exchanges from `armed(id)`, so a store meant for
+/// one try can never land in another.
 #[derive(Default)]
 struct Mailbox {
     word: Line,
@@ -290,7 +294,7 @@ struct Mailbox {
     store_after_ns: AtomicU64,
     from_begin: AtomicBool,
     waiter_cpu: AtomicUsize,
-    ack_ns: AtomicU64,
+    slack_ns: AtomicU64,
     acked: AtomicU64,
     begun_ns: AtomicU64,
     begun: AtomicU64,
@@ -342,7 +346,7 @@ impl Mailbox {
             if !apart || affinity::current_cpu() == Some(waiter_cpu) {
                 apart = cpus.as_ref().is_some_and(|c| c.move_off(waiter_cpu));
             }
-            if let Some((t0, t1)) = self.serve_one(id) {
+            if let Some((t0, t1)) = self.serve_one(id, apart) {
                 self.store_t0_ns.store(t0, Ordering::Relaxed);
                 self.store_t1_ns.store(t1, Ordering::Relaxed);
                 self.stored.store(id, Ordering::Release);
@@ -352,32 +356,36 @@ impl Mailbox {
 
     /// Serves try `id`: its store's timestamps, or `None` when the waiter ended the
     /// try first (or the test is over).
-    fn serve_one(&self, id: u64) -> Option<(u64, u64)> {
+    fn serve_one(&self, id: u64, apart: bool) -> Option<(u64, u64)> {
         let value = armed(id);
         let store_after_ns = self.store_after_ns.load(Ordering::Relaxed);
         let from_begin = self.from_begin.load(Ordering::Relaxed);
         let ack_ns = now_ns();
-        self.ack_ns.store(ack_ns, Ordering::Relaxed);
         self.acked.store(id, Ordering::Release);
         let live =
             || self.word.0.load(Ordering::Relaxed) == value && !self.quit.load(Ordering::Acquire);
         let mut at = ack_ns + store_after_ns;
         if from_begin {
-            // Spin for the waiter's start: it comes at once when both threads run.
-            // After `store_after_ns`, yield now and then: this thread may be keeping
-            // the waiter off a shared CPU (the waiter then voids the try).
+            // Spin for the waiter's start (on a CPU of its own; on a shared one, yield
+            // now and then after a while, so that the waiter can run).
             let mut round = 0;
             while self.begun.load(Ordering::Acquire) != id {
                 if !live() {
                     return None;
                 }
-                if now_ns() < at {
+                if apart || now_ns() < at {
                     core::hint::spin_loop();
                 } else {
                     pause(&mut round);
                 }
             }
-            at = self.begun_ns.load(Ordering::Relaxed) + store_after_ns;
+            let begun_ns = self.begun_ns.load(Ordering::Relaxed);
+            // Seen late, this thread was not running when the wait began, and may
+            // not be when it should store: no store, which voids the try.
+            if now_ns() > begun_ns + self.slack_ns.load(Ordering::Relaxed) {
+                return None;
+            }
+            at = begun_ns + store_after_ns;
         }
         // A store try never yields from here to the store: on a loaded machine a
         // yield can cost a whole time slice. The watchdog of a no-store try needs no
@@ -434,16 +442,18 @@ impl<W: HardwareWait> Tester<'_, W> {
         mb.word.0.store(armed(self.next_id), Ordering::Relaxed);
         mb.store_after_ns.store(store_after_ns, Ordering::Relaxed);
         mb.from_begin.store(from_begin, Ordering::Relaxed);
+        mb.slack_ns
+            .store(self.plan.store_slack_ns(), Ordering::Relaxed);
         let cpu = affinity::current_cpu().unwrap_or(usize::MAX);
         mb.waiter_cpu.store(cpu, Ordering::Relaxed);
         mb.request.store(self.next_id, Ordering::Release);
     }
 
     /// One wait with timer `timer_ns`. With `store_after_ns`, a store try: the wait
-    /// begins only while the helper is running (it acknowledged the try within
-    /// [`Plan::store_slack_ns`] before the waiter saw it, else `None`: the two
-    /// threads did not run at once), and the helper stores that long after the wait
-    /// began. Without, a no-store try, ended by the watchdog's store at the latest.
+    /// begins once the helper has acknowledged the try (`None` if it did not within
+    /// [`Plan::watchdog_ns`]), and the helper stores that long after the wait began
+    /// if it saw the start in time. Without, a no-store try, ended by the watchdog's
+    /// store at the latest.
     fn attempt(&mut self, timer_ns: u64, store_after_ns: Option<u64>) -> Option<Try> {
         self.next_id += 1;
         let (id, mb) = (self.next_id, self.mailbox);
@@ -454,19 +464,19 @@ impl<W: HardwareWait> Tester<'_, W> {
         );
         let mut begun_ns = now_ns();
         if store_after_ns.is_some() {
-            // No yield while waiting: a yield on a loaded machine can cost a time
-            // slice, and a helper on this CPU would be too late anyway.
+            // The helper must be running: wait for its acknowledgement (it then waits
+            // for this thread's start, so this thread may yield meanwhile).
             let give_up = begun_ns + self.plan.watchdog_ns();
-            while mb.acked.load(Ordering::Acquire) != id && now_ns() < give_up {
-                core::hint::spin_loop();
+            let mut round = 0;
+            while mb.acked.load(Ordering::Acquire) != id {
+                if now_ns() >= give_up {
+                    // Void. The helper's store for this try, if any, now fails.
+                    mb.word.0.store(value + 1, Ordering::Relaxed);
+                    return None;
+                }
+                pause(&mut round);
             }
             begun_ns = now_ns();
-            let acked = mb.acked.load(Ordering::Acquire) == id;
-            if !acked || begun_ns - mb.ack_ns.load(Ordering::Relaxed) > self.plan.store_slack_ns() {
-                // Void. The helper's store for this try, if any, now fails.
-                mb.word.0.store(value + 1, Ordering::Relaxed);
-                return None;
-            }
             mb.begun_ns.store(begun_ns, Ordering::Relaxed);
             mb.begun.store(id, Ordering::Release);
         }
