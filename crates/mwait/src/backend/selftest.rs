@@ -133,13 +133,9 @@ impl Plan {
     /// UMWAIT.
     pub(crate) fn for_tier(backend: Backend, caps: &crate::Capabilities) -> Plan {
         let plan = Plan::new(SHORT_WAIT_NS);
-        match (backend, caps.umwait_control) {
-            #[cfg(target_arch = "x86_64")]
-            (Backend::Umwait, Some(c)) if c.max_time_tsc != 0 => {
-                let hz = crate::tsc::rate().hz.max(1);
-                plan.under_cap(u64::from(c.max_time_tsc) * 1_000_000_000 / hz)
-            }
-            _ => plan,
+        match os_cap_ns(backend, caps) {
+            Some(cap_ns) => plan.under_cap(cap_ns),
+            None => plan,
         }
     }
 
@@ -193,6 +189,19 @@ impl Plan {
     /// that a wait that ignores its timer still ends.
     pub(crate) const fn watchdog_ns(self) -> u64 {
         self.long_ns() * 4
+    }
+}
+
+/// The OS's cap on one episode of `backend`, in ns: UMWAIT's `umwait_control`
+/// max_time (0 means none).
+fn os_cap_ns(backend: Backend, caps: &crate::Capabilities) -> Option<u64> {
+    match (backend, caps.umwait_control) {
+        #[cfg(target_arch = "x86_64")]
+        (Backend::Umwait, Some(c)) if c.max_time_tsc != 0 => {
+            let hz = crate::tsc::rate().hz.max(1);
+            Some(u64::from(c.max_time_tsc) * 1_000_000_000 / hz)
+        }
+        _ => None,
     }
 }
 
