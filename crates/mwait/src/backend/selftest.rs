@@ -310,6 +310,7 @@ struct Mailbox {
     store_t0_ns: AtomicU64,
     store_t1_ns: AtomicU64,
     stored: AtomicU64,
+    skipped: AtomicU64,
     quit: AtomicBool,
 }
 
@@ -392,6 +393,7 @@ impl Mailbox {
             // Seen late, this thread was not running when the wait began, and may
             // not be when it should store: no store, which voids the try.
             if now_ns() > begun_ns + self.slack_ns.load(Ordering::Relaxed) {
+                self.skipped.store(id, Ordering::Release);
                 return None;
             }
             at = begun_ns + store_after_ns;
@@ -592,17 +594,30 @@ impl<W: HardwareWait> Tester<'_, W> {
             );
         }
         let give_up = now_ns() + plan.store_budget_ns();
+        let mut voids = Voids::default();
         while latencies.len() < STORE_TRIES && now_ns() < give_up {
             attempts_a += 1;
             let Some(t) = self.attempt(plan.long_ns(), Some(plan.short_ns)) else {
+                voids.no_ack += 1;
                 continue;
             };
-            let Some((s0, s1)) = t.store_ns else { continue };
-            let valid = t.wake != HwWake::Yield
-                && s1 - s0 <= plan.store_slack_ns()
-                && (t.begun_ns..=t.begun_ns + plan.store_late_ns()).contains(&s0)
-                && t.ended_ns >= s0;
-            if valid {
+            let Some((s0, s1)) = t.store_ns else {
+                if self.mailbox.skipped.load(Ordering::Acquire) == self.next_id {
+                    voids.helper_late += 1;
+                } else {
+                    voids.ended_first += 1;
+                }
+                continue;
+            };
+            if t.wake == HwWake::Yield {
+                voids.yielded += 1;
+            } else if s1 - s0 > plan.store_slack_ns() {
+                voids.wide_store += 1;
+            } else if !(t.begun_ns..=t.begun_ns + plan.store_late_ns()).contains(&s0) {
+                voids.late_store += 1;
+            } else if t.ended_ns < s0 {
+                voids.ended_first += 1;
+            } else {
                 latencies.push(t.ended_ns - s0);
             }
         }
@@ -610,7 +625,7 @@ impl<W: HardwareWait> Tester<'_, W> {
             return Err(format!(
                 "check (a) store wake: inconclusive: in {attempts_a} attempts over {} ms \
                  only {} had the storing thread running with the waiter and storing during \
-                 the wait (an overloaded machine), {MIN_VALID_TRIES} needed",
+                 the wait (an overloaded machine), {MIN_VALID_TRIES} needed; void: {voids}",
                 plan.store_budget_ns() / 1_000_000,
                 latencies.len()
             ));
@@ -707,6 +722,39 @@ mod affinity {
         pub(super) fn move_off(&self, _: usize) -> bool {
             false
         }
+    }
+}
+
+/// Why store tries were void, for the message of an inconclusive check (a).
+#[derive(Default)]
+struct Voids {
+    /// The helper did not acknowledge the try in time.
+    no_ack: u32,
+    /// The helper saw the wait's start too late, and did not store.
+    helper_late: u32,
+    /// The wait ended before the store (an early return, or a no-op).
+    ended_first: u32,
+    /// The helper's timestamps around its store were too far apart.
+    wide_store: u32,
+    /// The store came too late in the wait.
+    late_store: u32,
+    /// The wait ended with `Yield`.
+    yielded: u32,
+}
+
+impl fmt::Display for Voids {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} not acknowledged, {} with the helper late at the start, {} ended before \
+             the store, {} with the store preempted, {} stored too late, {} yielded",
+            self.no_ack,
+            self.helper_late,
+            self.ended_first,
+            self.wide_store,
+            self.late_store,
+            self.yielded
+        )
     }
 }
 
