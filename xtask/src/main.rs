@@ -9,6 +9,7 @@ mod codegen;
 mod dkms;
 mod hwreport;
 mod hwtest;
+mod miri;
 mod test;
 mod util;
 mod vm;
@@ -22,6 +23,8 @@ commands:
   test            everything CI runs: fmt, clippy, generated bindings, tests,
                   doctests, loom, docs, other targets, packaging, hardware-tier
                   suites, DKMS, VM tests, checkpatch
+  miri            the unit and integration tests that Miri can run today, under
+                  Miri (installs nightly miri and rust-src when missing)
   stress [N]      long stress run with each tier forced (default 10^8 handoffs)
   bench [--quick] the benchmark suite; writes target/mwait-bench/report.md
   hw-test         the hardware tiers' suites (UMWAIT under qemu-user, MWAITX native)
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
     };
     let result = match cmd {
         "test" => test::run(rest),
+        "miri" => miri::run(rest),
         "stress" => test::stress(rest),
         "bench" => bench::run(rest),
         "hw-test" => hwtest::run(rest),

@@ -62,9 +62,13 @@
 //! | MWAITX | natively on AMD EPYC KVM guests that execute it although CPUID hides it (returns in ~2 µs there), `cargo xtask hw-test` | not yet |
 //! | kernel MWAIT | in a QEMU TCG guest (`cargo xtask vm-test`; MWAIT is a no-op there with two vCPUs) | not yet |
 //!
-//! Every hardware tier runs a self-test the first time it is chosen (five 20 µs waits
-//! with no writer): one that returns at once is an emulated no-op and is demoted, with
-//! the reason in [`Selection::demoted`].
+//! Every hardware tier runs a self-test the first time it is chosen (about 1 ms): it
+//! checks that a wait (a) ends within a few µs of another thread's store to the armed
+//! line, (b) without a store lasts about its timer (waits of 20 µs and 160 µs last in
+//! proportion, under the OS cap `umwait_control` for UMWAIT) and (c) rarely returns
+//! early, judging medians of several tries. A tier that fails is demoted (a trapped
+//! no-op fails (b), an emulation that sleeps until its timer fails (a)), with the
+//! failed check named in [`Selection::demoted`].
 //!
 //! # The asymmetric barrier, and what it costs
 //!

@@ -6,10 +6,30 @@ use mwait::raw_cpuid::CpuIdResult;
 use mwait::{plan, Backend, Capabilities, EnvConfig, OsFacts, Vendor};
 use std::collections::HashMap;
 
+/// The text of dump `tests/cpuid/{name}.txt`, compiled in: the tests then read no
+/// file, so that they also run under Miri with its isolation on (`cargo xtask miri`).
+fn dump_text(name: &str) -> &'static str {
+    macro_rules! dumps {
+        ($($n:literal),* $(,)?) => {
+            match name {
+                $($n => include_str!(concat!("cpuid/", $n, ".txt")),)*
+                other => panic!("no CPUID dump named {other}"),
+            }
+        };
+    }
+    dumps!(
+        "amd-epyc-kvm-guest-this-machine",
+        "amd-zen3-epyc",
+        "intel-kvm-guest",
+        "intel-sapphire-rapids",
+        "intel-xeon-firecracker-guest-device",
+    )
+}
+
 /// A dump: `(leaf, subleaf) -> registers`; leaves not in the dump read as zeros.
 fn load(name: &str) -> HashMap<(u32, u32), CpuIdResult> {
-    let path = format!("{}/tests/cpuid/{name}.txt", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let path = format!("tests/cpuid/{name}.txt");
+    let text = dump_text(name);
     let mut map = HashMap::new();
     for line in text
         .lines()

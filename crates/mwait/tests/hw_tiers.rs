@@ -47,6 +47,18 @@ fn selection_is_what_the_runner_expects() {
         let (b, why) = sel.demoted.clone().expect("the forced tier was demoted");
         assert_eq!(b, want);
         assert!(why.contains("self-test"), "{why}");
+        // The reason names the check that failed: (a) store wake, (b) timer or (c)
+        // early return.
+        assert!(
+            [
+                "check (a) store wake",
+                "check (b) timer",
+                "check (c) early return"
+            ]
+            .iter()
+            .any(|c| why.contains(c)),
+            "{why}"
+        );
         assert!(!sel.backend.is_hardware(), "fell back to {}", sel.backend);
         assert!(sel.reason.contains("demoted"), "{}", sel.reason);
     }

@@ -1,4 +1,4 @@
-//! Loom model of the wait/notify protocol.
+//! Loom model of the wait/notify protocol, the clearing of the `FENCED` bit included.
 //!
 //! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait --test loom
 //! --release`
@@ -134,5 +134,42 @@ fn hardware_waiter_and_parked_waiter_on_one_cell() {
         cell.store(1);
         assert_eq!(hw.join().unwrap(), 1);
         assert_eq!(parked.join().unwrap(), 1);
+    });
+}
+
+/// A waiter that parks, is woken by a value its predicate rejects, withdraws and
+/// parks again, while the notifier's next store finds the cell `FENCED` with nobody
+/// parked and clears the bit: the compare-exchange that clears it races the
+/// waiter's second announcement. Either the clear fails (the waiter was counted
+/// first), or the waiter sees no `FENCED` and runs its barrier again; in both cases
+/// the last store must reach it.
+#[test]
+fn notifier_clears_fenced_while_the_waiter_reparks() {
+    model(|| {
+        let cell = Arc::new(WaitCell::new(0));
+        let c = cell.clone();
+        let waiter = thread::spawn(move || c.wait_until_with(|v| v == 2, &futex_only()));
+        cell.store(1);
+        cell.store(2);
+        assert_eq!(waiter.join().unwrap(), 2);
+        assert_eq!(cell.parked_waiters(), 0);
+    });
+}
+
+/// The same race across two waits of one thread: the second wait announces itself
+/// on a cell whose `FENCED` bit a notifier may be clearing at that moment.
+#[test]
+fn notifier_clears_fenced_between_two_waits() {
+    model(|| {
+        let cell = Arc::new(WaitCell::new(0));
+        let c = cell.clone();
+        let waiter = thread::spawn(move || {
+            c.wait_until_with(|v| v >= 1, &futex_only());
+            c.wait_until_with(|v| v == 2, &futex_only())
+        });
+        cell.store(1);
+        cell.store(2);
+        assert_eq!(waiter.join().unwrap(), 2);
+        assert_eq!(cell.parked_waiters(), 0);
     });
 }

@@ -9,6 +9,9 @@
 //! 3. **park**: sleep in the kernel until a notifier wakes us (`protocol.rs` announces
 //!    the sleeper, `sys::park` sleeps).
 //!
+//! `selftest.rs` checks, once per process, that a hardware tier behaves like a monitor
+//! before it is used; `sim.rs` (tests only) simulates monitors to test it against.
+//!
 //! A hardware tier implements [`HardwareWait`]: *one episode* of waiting, which may end
 //! early for any reason; the ladder re-checks the predicate after every episode, so a
 //! tier never has to be exact, only to be safe (never sleep past `deadline_ns`, never
@@ -25,6 +28,10 @@ pub(crate) mod kernel;
 pub(crate) mod kind;
 pub(crate) mod model;
 pub(crate) mod mwaitx;
+#[cfg(not(loom))]
+pub(crate) mod selftest;
+#[cfg(all(test, not(loom)))]
+pub(crate) mod sim;
 pub(crate) mod spin;
 pub(crate) mod umwait;
 
@@ -97,62 +104,6 @@ impl HardwareWait for HwTier {
     }
 }
 
-/// The self-test's wait: no writer, this deadline.
-// The model has no hardware to test.
-#[cfg_attr(loom, allow(dead_code))]
-pub(crate) const SELF_TEST_WAIT_NS: u64 = 20_000;
-/// Tries of the self-test. Preemption and interrupts can only make a try look
-/// *longer* (or end a real wait early, rarely): so the shortest try counts.
-// The model has no hardware to test.
-#[cfg_attr(loom, allow(dead_code))]
-pub(crate) const SELF_TEST_TRIES: u32 = 5;
-
-/// A line of its own for the self-test's word, so that no neighbour's write ends the
-/// wait.
-// The model has no hardware to test.
-#[cfg_attr(loom, allow(dead_code))]
-#[repr(align(128))]
-struct SelfTestLine(AtomicU32);
-
-/// Times [`SELF_TEST_TRIES`] waits of `wait_ns` on a word that nobody writes; the tier
-/// passes when even the shortest lasted a quarter of `wait_ns` (an emulator or a
-/// hypervisor that does not really wait returns at once: MWAITX on the AMD EPYC guests
-/// used here returns after about 1.9 µs whatever its timer).
-// The model has no hardware to test.
-#[cfg_attr(loom, allow(dead_code))]
-pub(crate) fn self_test(tier: HwTier, wait_ns: u64) -> Result<u64, String> {
-    let line = SelfTestLine(AtomicU32::new(0));
-    let mut shortest = u64::MAX;
-    for _ in 0..SELF_TEST_TRIES {
-        let t0 = crate::clock::now_ns();
-        let _ = tier.wait_episode(&line.0, 0, t0 + wait_ns, CState::C0_1);
-        shortest = shortest.min(crate::clock::now_ns() - t0);
-    }
-    if shortest >= wait_ns / 4 {
-        Ok(shortest)
-    } else {
-        Err(format!(
-            "a {wait_ns} ns wait with no writer returned after {shortest} ns (the shortest \
-             of {SELF_TEST_TRIES} tries): the instruction is emulated as a no-op here"
-        ))
-    }
-}
-
-/// The self-test's wait for `tier`: [`SELF_TEST_WAIT_NS`], shortened to fit under the
-/// OS's UMWAIT limit so that a real wait is not cut short by it.
-#[cfg(not(loom))]
-fn self_test_wait_ns(tier: HwTier, caps: &crate::Capabilities) -> u64 {
-    match (tier.backend(), caps.umwait_control) {
-        #[cfg(target_arch = "x86_64")]
-        (Backend::Umwait, Some(c)) if c.max_time_tsc != 0 => {
-            let hz = crate::tsc::rate().hz.max(1);
-            let cap_ns = u64::from(c.max_time_tsc) * 1_000_000_000 / hz;
-            SELF_TEST_WAIT_NS.min(cap_ns * 9 / 10).max(1)
-        }
-        _ => SELF_TEST_WAIT_NS,
-    }
-}
-
 /// Why a hardware tier cannot be used.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum HwError {
@@ -171,14 +122,6 @@ impl fmt::Display for HwError {
     }
 }
 
-/// Whether the self-test runs (`MWAIT_SELFTEST=0` turns it off: test-only, so that the
-/// tier's logic can be exercised where the instructions are no-ops).
-// The model has no hardware to test.
-#[cfg_attr(loom, allow(dead_code))]
-fn self_test_enabled() -> bool {
-    std::env::var("MWAIT_SELFTEST").map_or(true, |v| v.trim() != "0")
-}
-
 /// Builds the hardware tier of `backend` for this machine: opens what it needs and
 /// runs its self-test. `unsafe_forced` is true when CPUID does not offer it and the
 /// test-only override `MWAIT_UNSAFE_FORCE` lets it through anyway. In the loom model
@@ -195,8 +138,9 @@ pub(crate) fn hw_tier(
     #[cfg(not(loom))]
     {
         let tier = build_tier(backend, caps, unsafe_forced)?;
-        if self_test_enabled() {
-            self_test(tier, self_test_wait_ns(tier, caps)).map_err(HwError::Demoted)?;
+        if selftest::enabled() {
+            selftest::run(&tier, selftest::Plan::for_tier(backend, caps))
+                .map_err(HwError::Demoted)?;
         }
         Ok(tier)
     }
