@@ -127,11 +127,6 @@ mod registry;
 mod select;
 mod sys;
 
-// The self-test in backend/mod.rs reaches the clock and the TSC by these paths.
-pub(crate) use sys::clock;
-#[cfg(all(target_arch = "x86_64", not(loom)))]
-pub(crate) use sys::tsc;
-
 pub use backend::{Backend, CState, ParseBackendError, C0_2_MIN_LATENCY_NS, C1_MIN_LATENCY_NS};
 pub use barrier::Barrier;
 pub use cell::WaitCell;

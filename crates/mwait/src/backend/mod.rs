@@ -28,7 +28,6 @@ pub(crate) mod kernel;
 pub(crate) mod kind;
 pub(crate) mod model;
 pub(crate) mod mwaitx;
-#[cfg(not(loom))]
 pub(crate) mod selftest;
 #[cfg(all(test, not(loom)))]
 pub(crate) mod sim;
@@ -80,18 +79,6 @@ pub(crate) enum HwTier {
     Model(model::Model),
 }
 
-impl HwTier {
-    /// The backend this tier belongs to.
-    #[allow(dead_code)] // Only the self-test asks, and the loom build has none.
-    pub(crate) fn backend(self) -> Backend {
-        match self {
-            HwTier::Umwait(_) | HwTier::Model(_) => Backend::Umwait,
-            HwTier::Mwaitx(_) => Backend::Mwaitx,
-            HwTier::Kernel(_) => Backend::Kernel,
-        }
-    }
-}
-
 impl HardwareWait for HwTier {
     #[inline]
     fn wait_episode(&self, word: &AtomicU32, old: u32, deadline_ns: u64, cstate: CState) -> HwWake {
@@ -134,21 +121,13 @@ pub(crate) fn hw_tier(
     if let Some(m) = model::Model::new() {
         return Ok(HwTier::Model(m));
     }
-    // The self-test's own file (being rewritten) still builds only outside the model.
-    #[cfg(not(loom))]
-    {
-        let tier = build_tier(backend, caps, unsafe_forced)?;
-        if selftest::enabled() {
-            selftest::run(&tier, selftest::Plan::for_tier(backend, caps))
-                .map_err(HwError::Demoted)?;
-        }
-        Ok(tier)
+    let tier = build_tier(backend, caps, unsafe_forced)?;
+    if selftest::enabled() {
+        selftest::run(&tier, selftest::Plan::for_tier(backend, caps)).map_err(HwError::Demoted)?;
     }
-    #[cfg(loom)]
-    unreachable!("the model always has its stand-in tier: {backend} {caps:?} {unsafe_forced}")
+    Ok(tier)
 }
 
-#[cfg_attr(loom, allow(dead_code))]
 fn build_tier(
     backend: Backend,
     caps: &crate::Capabilities,

@@ -82,8 +82,9 @@
 //! one that ignores its timer).
 
 use super::{Backend, HardwareWait, HwWake};
-use crate::clock::now_ns;
 use crate::primitive::AtomicU32;
+use crate::sys::clock::now_ns;
+use crate::sys::{self, ThreadCpus};
 use crate::CState;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -201,10 +202,8 @@ impl Plan {
 /// max_time (0 means none).
 fn os_cap_ns(backend: Backend, caps: &crate::Capabilities) -> Option<u64> {
     match (backend, caps.umwait_control) {
-        #[cfg(target_arch = "x86_64")]
         (Backend::Umwait, Some(c)) if c.max_time_tsc != 0 => {
-            let hz = crate::tsc::rate().hz.max(1);
-            Some(u64::from(c.max_time_tsc) * 1_000_000_000 / hz)
+            sys::x86::tsc_ticks_to_ns(u64::from(c.max_time_tsc))
         }
         _ => None,
     }
@@ -339,7 +338,7 @@ fn pause(round: &mut u32) {
 impl Mailbox {
     /// The helper thread: serves each try announced until `quit`.
     fn serve(&self) {
-        let cpus = affinity::Cpus::of_this_thread();
+        let cpus = ThreadCpus::of_this_thread();
         let mut apart = false;
         let mut served = 0;
         let mut round = 0;
@@ -359,7 +358,7 @@ impl Mailbox {
             // Run on another CPU than the waiter's, where the process has one, so
             // that the scheduler cannot keep the two threads on one CPU.
             let waiter_cpu = self.waiter_cpu.load(Ordering::Relaxed);
-            if !apart || affinity::current_cpu() == Some(waiter_cpu) {
+            if !apart || current_cpu() == Some(waiter_cpu) {
                 apart = cpus.as_ref().is_some_and(|c| c.move_off(waiter_cpu));
                 self.apart.store(apart, Ordering::Relaxed);
             }
@@ -462,7 +461,7 @@ impl<W: HardwareWait> Tester<'_, W> {
         mb.from_begin.store(from_begin, Ordering::Relaxed);
         mb.slack_ns
             .store(self.plan.store_slack_ns(), Ordering::Relaxed);
-        let cpu = affinity::current_cpu().unwrap_or(usize::MAX);
+        let cpu = current_cpu().unwrap_or(usize::MAX);
         mb.waiter_cpu.store(cpu, Ordering::Relaxed);
         mb.request.store(self.next_id, Ordering::Release);
     }
@@ -592,7 +591,7 @@ impl<W: HardwareWait> Tester<'_, W> {
         // Check (a): the helper stores `short_ns` into a wait of `long_ns`.
         let mut latencies = Vec::new();
         let mut attempts_a = 0;
-        if affinity::Cpus::of_this_thread().is_some_and(|c| c.count() <= 1) {
+        if ThreadCpus::of_this_thread().is_some_and(|c| c.count() <= 1) {
             return Err(
                 "check (a) store wake: cannot be measured: this process may run on \
                  one CPU only, where no other thread can store during a wait (nor can a \
@@ -664,80 +663,6 @@ impl<W: HardwareWait> Tester<'_, W> {
     }
 }
 
-/// Where the helper thread runs.
-#[cfg(target_os = "linux")]
-mod affinity {
-    /// The CPU this thread runs on now.
-    pub(super) fn current_cpu() -> Option<usize> {
-        // SAFETY: sched_getcpu takes no arguments and only reads the vDSO/rseq data.
-        let c = unsafe { libc::sched_getcpu() };
-        usize::try_from(c).ok()
-    }
-
-    /// The CPUs a thread may run on.
-    pub(super) struct Cpus(libc::cpu_set_t);
-
-    impl Cpus {
-        /// The calling thread's affinity mask.
-        pub(super) fn of_this_thread() -> Option<Cpus> {
-            // SAFETY: an all-zero cpu_set_t is a valid empty set; sched_getaffinity
-            // writes at most `size_of::<cpu_set_t>()` bytes into it.
-            unsafe {
-                let mut set: libc::cpu_set_t = core::mem::zeroed();
-                let n = core::mem::size_of::<libc::cpu_set_t>();
-                (libc::sched_getaffinity(0, n, &mut set) == 0).then_some(Cpus(set))
-            }
-        }
-
-        /// How many CPUs.
-        pub(super) fn count(&self) -> usize {
-            // SAFETY: CPU_COUNT only reads the set.
-            unsafe { libc::CPU_COUNT(&self.0) as usize }
-        }
-
-        /// Restricts the calling thread to these CPUs but `cpu`; false when that
-        /// leaves none (or the kernel refused).
-        pub(super) fn move_off(&self, cpu: usize) -> bool {
-            let mut set = self.0;
-            if cpu < libc::CPU_SETSIZE as usize {
-                // SAFETY: `cpu` is below CPU_SETSIZE, the set's capacity.
-                unsafe { libc::CPU_CLR(cpu, &mut set) };
-            }
-            // SAFETY: CPU_COUNT only reads the set.
-            if unsafe { libc::CPU_COUNT(&set) } == 0 {
-                return false;
-            }
-            let n = core::mem::size_of::<libc::cpu_set_t>();
-            // SAFETY: `set` is a valid cpu_set_t of `n` bytes; pid 0 is this thread.
-            unsafe { libc::sched_setaffinity(0, n, &set) == 0 }
-        }
-    }
-}
-
-/// Where the helper thread runs: anywhere, on systems without affinity control.
-#[cfg(not(target_os = "linux"))]
-mod affinity {
-    pub(super) fn current_cpu() -> Option<usize> {
-        None
-    }
-
-    pub(super) struct Cpus;
-
-    impl Cpus {
-        pub(super) fn of_this_thread() -> Option<Cpus> {
-            None
-        }
-
-        pub(super) fn count(&self) -> usize {
-            0
-        }
-
-        pub(super) fn move_off(&self, _: usize) -> bool {
-            false
-        }
-    }
-}
-
 /// Why store tries were void, for the message of an inconclusive check (a).
 #[derive(Default)]
 struct Voids {
@@ -769,6 +694,12 @@ impl fmt::Display for Voids {
             self.yielded
         )
     }
+}
+
+/// The CPU this thread runs on now, where the platform says.
+fn current_cpu() -> Option<usize> {
+    let cpu = sys::current_cpu();
+    (cpu != u32::MAX).then_some(cpu as usize)
 }
 
 /// The median of `v` (the lower one of an even count); `v` must not be empty.

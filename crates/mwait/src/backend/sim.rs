@@ -22,8 +22,8 @@
 
 use super::selftest::Plan;
 use super::{HardwareWait, HwWake};
-use crate::clock::now_ns;
 use crate::primitive::{AtomicU32, Ordering};
+use crate::sys::clock::now_ns;
 use crate::CState;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;

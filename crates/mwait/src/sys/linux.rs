@@ -180,15 +180,46 @@ pub(crate) fn running_threads() -> Option<usize> {
 
 /// CPUs in this process's affinity mask, `None` if the kernel does not say.
 pub(crate) fn usable_cpus() -> Option<usize> {
-    // SAFETY: an all-zero cpu_set_t is a valid empty set; sched_getaffinity writes at
-    // most `size_of::<cpu_set_t>()` bytes into it.
-    let n = unsafe {
-        let mut set: libc::cpu_set_t = core::mem::zeroed();
-        if libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-            libc::CPU_COUNT(&set) as usize
-        } else {
-            0
+    ThreadCpus::of_this_thread()
+        .map(|c| c.count())
+        .filter(|&n| n > 0)
+}
+
+/// The CPUs a thread may run on (its affinity mask).
+pub(crate) struct ThreadCpus(libc::cpu_set_t);
+
+impl ThreadCpus {
+    /// The calling thread's affinity mask.
+    pub(crate) fn of_this_thread() -> Option<ThreadCpus> {
+        // SAFETY: an all-zero cpu_set_t is a valid empty set; sched_getaffinity writes
+        // at most `size_of::<cpu_set_t>()` bytes into it.
+        unsafe {
+            let mut set: libc::cpu_set_t = core::mem::zeroed();
+            let n = core::mem::size_of::<libc::cpu_set_t>();
+            (libc::sched_getaffinity(0, n, &mut set) == 0).then_some(ThreadCpus(set))
         }
-    };
-    (n > 0).then_some(n)
+    }
+
+    /// How many CPUs.
+    pub(crate) fn count(&self) -> usize {
+        // SAFETY: CPU_COUNT only reads the set.
+        unsafe { libc::CPU_COUNT(&self.0) as usize }
+    }
+
+    /// Restricts the calling thread to these CPUs but `cpu`; false when that leaves
+    /// none (or the kernel refused).
+    pub(crate) fn move_off(&self, cpu: usize) -> bool {
+        let mut set = self.0;
+        if cpu < libc::CPU_SETSIZE as usize {
+            // SAFETY: `cpu` is below CPU_SETSIZE, the set's capacity.
+            unsafe { libc::CPU_CLR(cpu, &mut set) };
+        }
+        // SAFETY: CPU_COUNT only reads the set.
+        if unsafe { libc::CPU_COUNT(&set) } == 0 {
+            return false;
+        }
+        let n = core::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: `set` is a valid cpu_set_t of `n` bytes; pid 0 is this thread.
+        unsafe { libc::sched_setaffinity(0, n, &set) == 0 }
+    }
 }

@@ -11,7 +11,8 @@
 //!
 //! A platform file provides the items of [`park`] (with the contract written there),
 //! and the few facts the ladder reads about the machine: [`current_cpu`],
-//! [`running_threads`], [`usable_cpus`] and [`HAS_FUTEX`]. To add a platform, write its
+//! [`running_threads`], [`usable_cpus`] and [`HAS_FUTEX`] (and `ThreadCpus`, the
+//! affinity control of the hardware self-test). To add a platform, write its
 //! file with those items and add its line to the dispatch below.
 //!
 //! The x86-64 instructions and their capability tokens are `x86_64.rs` (with stand-ins
@@ -62,7 +63,7 @@ pub(crate) mod dev_mwait;
 
 #[cfg(not(loom))]
 pub(crate) use no_model::{model_hardware, ModelHardware};
-pub(crate) use platform::{current_cpu, running_threads, usable_cpus, HAS_FUTEX};
+pub(crate) use platform::{current_cpu, running_threads, usable_cpus, ThreadCpus, HAS_FUTEX};
 #[cfg(loom)]
 pub(crate) use platform::{model_hardware, ModelHardware};
 

@@ -8,6 +8,11 @@ use crate::primitive::AtomicU32;
 /// This build has none of the instructions.
 pub(crate) const AVAILABLE: bool = false;
 
+/// No TSC to convert from here.
+pub(crate) fn tsc_ticks_to_ns(_ticks: u64) -> Option<u64> {
+    None
+}
+
 /// UMWAIT/TPAUSE control for C0.1 (unused here).
 pub(crate) const WAITPKG_C0_1: u32 = 1;
 /// UMWAIT/TPAUSE control for C0.2 (unused here).

@@ -30,3 +30,23 @@ pub(crate) fn running_threads() -> Option<usize> {
 pub(crate) fn usable_cpus() -> Option<usize> {
     None
 }
+
+/// No affinity control here: the thread runs anywhere.
+pub(crate) struct ThreadCpus;
+
+impl ThreadCpus {
+    /// Unknown here.
+    pub(crate) fn of_this_thread() -> Option<ThreadCpus> {
+        None
+    }
+
+    /// Unknown here.
+    pub(crate) fn count(&self) -> usize {
+        0
+    }
+
+    /// Refused here.
+    pub(crate) fn move_off(&self, _cpu: usize) -> bool {
+        false
+    }
+}

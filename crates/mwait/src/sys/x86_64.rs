@@ -15,6 +15,12 @@ use core::arch::asm;
 /// This build has the instructions below.
 pub(crate) const AVAILABLE: bool = true;
 
+/// `ticks` of the TSC in nanoseconds (the OS states UMWAIT's cap in ticks).
+pub(crate) fn tsc_ticks_to_ns(ticks: u64) -> Option<u64> {
+    let hz = super::tsc::rate().hz.max(1);
+    Some(ticks.saturating_mul(1_000_000_000) / hz)
+}
+
 /// UMONITOR/UMWAIT/TPAUSE control (ECX): 1 selects C0.1, 0 selects C0.2. All other bits
 /// must be zero.
 pub(crate) const WAITPKG_C0_1: u32 = 1;
