@@ -9,13 +9,14 @@
 //!   the process's selection, which detects;
 //! - the sysfs and `/dev` reads of `OsFacts::read` (`read_umwait_control`, the
 //!   `/dev/mwait` check), refused by Miri's isolation;
-//! - `/proc/loadavg` in `adapt::oversubscribed`, refused by isolation;
-//! - `sched_getcpu` in `adapt::current_cpu`, a foreign function Miri lacks;
-//! - `membarrier` in `backend::futex::waiter_barrier`, a system call Miri lacks:
+//! - `/proc/loadavg` in `sys::running_threads` (`sys/linux.rs`), refused by isolation;
+//! - `sched_getcpu` in `sys::current_cpu` (`sys/linux.rs`), a foreign function Miri
+//!   lacks;
+//! - `membarrier` in `sys::park::waiter_barrier` (`sys/linux.rs`), a system call Miri
+//!   lacks:
 //!   until its seam lands, `MWAIT_MEMBARRIER=0` is set for the run, so that waiters
 //!   use the `SeqCst` fence and notifiers the symmetric protocol;
-//! - RDTSC (inline assembly) in `tsc::rate`, reached by the TSC unit tests and by
-//!   the MWAITX episode test.
+//! - RDTSC (inline assembly) in `sys::tsc::rate`, reached by the TSC unit tests.
 //!
 //! Process-level tests (fork, `MAP_SHARED`, re-running the test binary) never run
 //! under Miri.
@@ -52,10 +53,10 @@ const SUITES: &[Suite] = &[
                 NEEDS_RDTSC,
             ),
             (
-                "tsc::tests::calibration_agrees_with_the_monotonic_clock",
+                "sys::tsc::tests::calibration_agrees_with_the_monotonic_clock",
                 NEEDS_RDTSC,
             ),
-            ("tsc::tests::conversion_saturates", NEEDS_RDTSC),
+            ("sys::tsc::tests::conversion_saturates", NEEDS_RDTSC),
             (
                 "barrier::tests::no_thread_passes_before_all_arrive_and_one_leads_each_round",
                 NEEDS_CPUID,
