@@ -118,6 +118,7 @@ mod detect;
 mod future;
 mod policy;
 mod primitive;
+mod sys;
 #[cfg(all(target_arch = "x86_64", not(loom)))]
 mod tsc;
 
