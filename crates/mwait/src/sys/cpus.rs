@@ -313,7 +313,7 @@ enum Hierarchy {
 }
 
 impl Hierarchy {
-    fn mount<'a>(self, mounts: &'a [Mount]) -> Option<&'a Mount> {
+    fn mount(self, mounts: &[Mount]) -> Option<&Mount> {
         mounts.iter().find(|m| match self {
             Hierarchy::V2 => m.fstype == "cgroup2",
             Hierarchy::V1(c) => m.fstype == "cgroup" && m.super_options.split(',').any(|o| o == c),
