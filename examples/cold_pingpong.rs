@@ -90,8 +90,9 @@ impl Channel for Pause {
     }
 }
 
-/// Runs `n` round trips; returns each one's length in ns.
-fn run<C: Channel>(chan: C, at: Arrangement, n: usize) -> Vec<u64> {
+/// Runs `n` round trips; returns each one's length in ns, and mwait's process-wide
+/// counts after the first [`FIRST`] round trips and at the end.
+fn run<C: Channel>(chan: C, at: Arrangement, n: usize) -> (Vec<u64>, [mwait::WaitStats; 2]) {
     let chan = Arc::new(chan);
     let partner = {
         let chan = chan.clone();
@@ -104,17 +105,22 @@ fn run<C: Channel>(chan: C, at: Arrangement, n: usize) -> Vec<u64> {
     };
     let timer = thread::spawn(move || {
         at.place(0);
-        (1..=n as u32)
+        let mut first = mwait::WaitStats::default();
+        let samples = (1..=n as u32)
             .map(|i| {
+                if i as usize == FIRST + 1 {
+                    first = mwait::stats().waits;
+                }
                 let t = Instant::now();
                 chan.ping(i);
                 t.elapsed().as_nanos() as u64
             })
-            .collect::<Vec<u64>>()
+            .collect::<Vec<u64>>();
+        (samples, first)
     });
-    let samples = timer.join().expect("timer thread");
+    let (samples, first) = timer.join().expect("timer thread");
     partner.join().expect("partner thread");
-    samples
+    (samples, [first, mwait::stats().waits])
 }
 
 fn main() {
@@ -144,14 +150,15 @@ fn main() {
     let (base_name, base, cold) = match at {
         Arrangement::Same => {
             let cold = run(cells(WaitPolicy::new()), at, n);
-            let futex = run(cells(WaitPolicy::new().backend(Backend::Futex)), at, n);
+            let futex = run(cells(WaitPolicy::new().backend(Backend::Futex)), at, n).0;
             ("futex", futex, cold)
         }
         _ => {
-            let pause = run(zero(), at, n);
+            let pause = run(zero(), at, n).0;
             ("pause", pause, run(cells(WaitPolicy::new()), at, n))
         }
     };
+    let (cold, [first_stats, end_stats]) = cold;
     let summary = |s: &[u64]| (percentile(&s[..FIRST], 50.0), percentile(&s[n / 2..], 50.0));
     let (pf, ps) = summary(&base);
     let (mf, ms) = summary(&cold);
@@ -162,4 +169,17 @@ fn main() {
         ms as f64 / ps.max(1) as f64,
         mwait::Capabilities::detect().usable_cpus,
     );
+    let share = |s: mwait::WaitStats| {
+        let (spin, hw, park) = s.shares();
+        format!(
+            "spin {spin:.0} % hw {hw:.0} % park {park:.0} % (hand-off {}/{})",
+            s.handoff_caught, s.handoff_spins
+        )
+    };
+    println!(
+        "  first{FIRST}: {} | rest: {}",
+        share(first_stats),
+        share(end_stats.since(&first_stats))
+    );
+    println!("  {}", mwait::stats().to_string().replace('\n', "\n  "));
 }

@@ -111,6 +111,7 @@ use crate::policy::{Resolved, WaitPolicy};
 use crate::primitive::{
     compiler_fence, fence, loom_sc_fence, spin_hint, yield_now, AtomicU32, Ordering,
 };
+use crate::stats::Outcome;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -156,6 +157,8 @@ struct WaiterLine {
     policy: WaitPolicy,
     shared: bool,
     registry: crate::future::Registry,
+    stats: crate::stats::CellStats,
+    wake_stamp: crate::ladder::estimate::WakeStamp,
     #[cfg(loom)]
     park: futex::ParkModel,
 }
@@ -310,6 +313,8 @@ macro_rules! cell_ctor {
                     policy,
                     shared,
                     registry: crate::future::Registry::new(),
+                    stats: crate::stats::CellStats::new(),
+                    wake_stamp: crate::ladder::estimate::WakeStamp::new(),
                     #[cfg(loom)]
                     park: futex::ParkModel::new(),
                 },
@@ -560,6 +565,7 @@ impl WaitCell {
             }
         }
         if state & PARKED_MASK != 0 {
+            self.waiters.wake_stamp.stamp(now_ns());
             #[cfg(not(loom))]
             futex::wake(&self.line.value, n, self.waiters.shared);
             #[cfg(loom)]
@@ -640,6 +646,7 @@ impl WaitCell {
             spin_hint();
             let v = self.line.value.load(Ordering::Acquire);
             if pred(v) {
+                self.waiters.stats.record(Outcome::InlineSpin);
                 return Some(v);
             }
         }
@@ -817,11 +824,13 @@ impl WaitCell {
                 adapt.note_caught(hit.is_some());
                 if handoff {
                     adapt.record_handoff_spin(hit.is_some());
+                    self.waiters.stats.record_handoff(hit.is_some());
                 } else {
                     adapt.record_spin(hit.is_some());
                 }
             }
             if let Some(v) = hit {
+                self.waiters.stats.record(Outcome::Spin);
                 return WaitResult::Ready(v);
             }
         }
@@ -853,13 +862,18 @@ impl WaitCell {
                 let v = word.load(Ordering::Acquire);
                 if pred(v) {
                     done(hw_start, false);
+                    self.waiters.stats.record(Outcome::Hardware);
                     return WaitResult::Ready(v);
                 }
                 if now_ns() >= until {
                     break;
                 }
                 match hw.wait_episode(word, v, until, pol.cstate) {
-                    HwWake::Woken | HwWake::Deadline => {}
+                    HwWake::Woken | HwWake::Deadline => {
+                        if word.load(Ordering::Relaxed) == v {
+                            self.waiters.stats.record_spurious_hardware();
+                        }
+                    }
                     HwWake::Yield => break,
                 }
             }
@@ -871,9 +885,11 @@ impl WaitCell {
             let v = word.load(Ordering::Acquire);
             if pred(v) {
                 done(hw_start, slept);
+                self.waiters.stats.record(Outcome::Park);
                 return WaitResult::Ready(v);
             }
             if deadline.is_some_and(|d| now_ns() >= d) {
+                self.waiters.stats.record(Outcome::Timeout);
                 return WaitResult::TimedOut(v);
             }
             if !pol.park {
@@ -886,6 +902,7 @@ impl WaitCell {
                     cap(now_ns().saturating_add(round)),
                     pol.spin_pause,
                 ) {
+                    self.waiters.stats.record(Outcome::Park);
                     return WaitResult::Ready(v);
                 }
                 yield_now();
@@ -894,11 +911,17 @@ impl WaitCell {
             match self.park(&mut *pred, deadline) {
                 Ok(v) => {
                     done(hw_start, slept);
+                    self.waiters.stats.record(Outcome::Park);
                     return WaitResult::Ready(v);
                 }
                 Err(Parked::Woken) => slept = true,
                 Err(Parked::TimedOut) => {
                     let v = word.load(Ordering::Acquire);
+                    self.waiters.stats.record(if pred(v) {
+                        Outcome::Park
+                    } else {
+                        Outcome::Timeout
+                    });
                     return if pred(v) {
                         WaitResult::Ready(v)
                     } else {
@@ -917,6 +940,7 @@ impl WaitCell {
         deadline: Option<u64>,
     ) -> Result<u32, Parked> {
         let word = &self.line.value;
+        let parked_ns = now_ns();
         self.waiters.adapt.note_parking();
         self.waiters.adapt.note_caught(false);
         let old = self.line.state.fetch_add(1, Ordering::SeqCst); // (3)
@@ -935,6 +959,9 @@ impl WaitCell {
         #[cfg(loom)]
         let r = self.waiters.park.wait(word, v, deadline);
         self.line.state.fetch_sub(1, Ordering::Relaxed);
+        if matches!(r, Parked::Woken) {
+            let _ = self.waiters.wake_stamp.sample(parked_ns, now_ns());
+        }
         Err(r)
     }
 

@@ -30,13 +30,20 @@ pub(crate) fn spin_until(
     pause: Option<SpinPause>,
 ) -> Option<u32> {
     let ticks = tpause_ticks(pause);
+    let (mut first, mut rounds) = (None, 0u32);
     loop {
         if let Some(v) = round(word, pred, pause, ticks) {
             return Some(v);
         }
-        if now_ns() >= until_ns {
+        let now = now_ns();
+        let start = *first.get_or_insert(now);
+        if now >= until_ns {
+            if rounds > 0 {
+                crate::ladder::estimate::offer_spin_rounds(rounds, now - start);
+            }
             return None;
         }
+        rounds += 1;
     }
 }
 
