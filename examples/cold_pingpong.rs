@@ -90,9 +90,23 @@ impl Channel for Pause {
     }
 }
 
-/// Runs `n` round trips; returns each one's length in ns, and mwait's process-wide
-/// counts after the first [`FIRST`] round trips and at the end.
-fn run<C: Channel>(chan: C, at: Arrangement, n: usize) -> (Vec<u64>, [mwait::WaitStats; 2]) {
+/// The CPU the calling thread runs on (`u32::MAX` where unknown).
+fn cpu() -> u32 {
+    // SAFETY: sched_getcpu takes no arguments and reads no memory of ours.
+    u32::try_from(unsafe { libc::sched_getcpu() }).unwrap_or(u32::MAX)
+}
+
+/// What one ping-pong saw: each round trip's length in ns, mwait's process-wide
+/// counts after the first [`FIRST`] round trips and at the end, and the CPUs of the
+/// timing thread and its partner when they finished.
+struct Run {
+    samples: Vec<u64>,
+    stats: [mwait::WaitStats; 2],
+    cpus: [u32; 2],
+}
+
+/// Runs `n` round trips.
+fn run<C: Channel>(chan: C, at: Arrangement, n: usize) -> Run {
     let chan = Arc::new(chan);
     let partner = {
         let chan = chan.clone();
@@ -101,6 +115,7 @@ fn run<C: Channel>(chan: C, at: Arrangement, n: usize) -> (Vec<u64>, [mwait::Wai
             for i in 1..=n as u32 {
                 chan.pong(i);
             }
+            cpu()
         })
     };
     let timer = thread::spawn(move || {
@@ -116,11 +131,15 @@ fn run<C: Channel>(chan: C, at: Arrangement, n: usize) -> (Vec<u64>, [mwait::Wai
                 t.elapsed().as_nanos() as u64
             })
             .collect::<Vec<u64>>();
-        (samples, first)
+        (samples, first, cpu())
     });
-    let (samples, first) = timer.join().expect("timer thread");
-    partner.join().expect("partner thread");
-    (samples, [first, mwait::stats().waits])
+    let (samples, first, timer_cpu) = timer.join().expect("timer thread");
+    let partner_cpu = partner.join().expect("partner thread");
+    Run {
+        samples,
+        stats: [first, mwait::stats().waits],
+        cpus: [timer_cpu, partner_cpu],
+    }
 }
 
 fn main() {
@@ -150,15 +169,19 @@ fn main() {
     let (base_name, base, cold) = match at {
         Arrangement::Same => {
             let cold = run(cells(WaitPolicy::new()), at, n);
-            let futex = run(cells(WaitPolicy::new().backend(Backend::Futex)), at, n).0;
+            let futex = run(cells(WaitPolicy::new().backend(Backend::Futex)), at, n).samples;
             ("futex", futex, cold)
         }
         _ => {
-            let pause = run(zero(), at, n).0;
+            let pause = run(zero(), at, n).samples;
             ("pause", pause, run(cells(WaitPolicy::new()), at, n))
         }
     };
-    let (cold, [first_stats, end_stats]) = cold;
+    let Run {
+        samples: cold,
+        stats: [first_stats, end_stats],
+        cpus: [timer_cpu, partner_cpu],
+    } = cold;
     let summary = |s: &[u64]| (percentile(&s[..FIRST], 50.0), percentile(&s[n / 2..], 50.0));
     let (pf, ps) = summary(&base);
     let (mf, ms) = summary(&cold);
@@ -182,4 +205,9 @@ fn main() {
         share(end_stats.since(&first_stats))
     );
     println!("  {}", mwait::stats().to_string().replace('\n', "\n  "));
+    let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "  ended on CPUs {timer_cpu} and {partner_cpu}; /proc/loadavg {}",
+        loadavg.trim()
+    );
 }
