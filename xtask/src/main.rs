@@ -6,6 +6,8 @@
 
 mod bench;
 mod codegen;
+mod dkms;
+mod hwreport;
 mod hwtest;
 mod test;
 mod util;
@@ -19,11 +21,17 @@ usage: cargo xtask <command> [options]
 commands:
   test            everything CI runs: fmt, clippy, generated bindings, tests,
                   doctests, loom, docs, other targets, packaging, hardware-tier
-                  suites, VM tests, checkpatch
+                  suites, DKMS, VM tests, checkpatch
   stress [N]      long stress run with each tier forced (default 10^8 handoffs)
   bench [--quick] the benchmark suite; writes target/mwait-bench/report.md
   hw-test         the hardware tiers' suites (UMWAIT under qemu-user, MWAITX native)
+  hw-report [--no-bench]
+                  what this machine offers, the hardware tiers it offers put
+                  through their suites, and a quick bench, in one file to send:
+                  target/mwait-hw-report.md (and .json)
   vm-test         builds the kernel module, boots it in QEMU and runs the in-guest suite
+  dkms            builds and installs kmod/ with DKMS (kmod/dkms.conf) into a
+                  private tree, against the kernel headers vm-test uses
   checkpatch      the kernel's checkpatch.pl over kmod/ (module, uapi header, C test)
   codegen [--check]
                   regenerates crates/mwait-sys/src/bindings.rs from the uapi
@@ -44,7 +52,9 @@ fn main() -> ExitCode {
         "stress" => test::stress(rest),
         "bench" => bench::run(rest),
         "hw-test" => hwtest::run(rest),
+        "hw-report" => hwreport::run(rest),
         "vm-test" => vm::run_vm(rest),
+        "dkms" => dkms::run(rest),
         "checkpatch" => vm::checkpatch(rest),
         "codegen" => codegen::run(rest),
         "help" | "--help" | "-h" => {
