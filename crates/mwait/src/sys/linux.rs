@@ -178,11 +178,20 @@ pub(crate) fn running_threads() -> Option<usize> {
     field.split('/').next()?.parse::<usize>().ok()
 }
 
-/// CPUs in this process's affinity mask, `None` if the kernel does not say.
+/// How many CPUs this process may use: the online CPUs within its cgroup's cpuset, at
+/// most its CPU quota (`cpus.rs`), never the calling thread's affinity mask (a thread
+/// that pinned itself before the first wait does not make a one-CPU process).
 pub(crate) fn usable_cpus() -> Option<usize> {
-    ThreadCpus::of_this_thread()
-        .map(|c| c.count())
-        .filter(|&n| n > 0)
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    Some(super::cpus::process_cpus_from(&read, online_cpus))
+}
+
+/// `sysconf(_SC_NPROCESSORS_ONLN)` (at least 1): the online count where the sysfs list
+/// cannot be read. Not the affinity mask.
+fn online_cpus() -> usize {
+    // SAFETY: sysconf takes a constant and reads no memory of ours.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).unwrap_or(0).max(1)
 }
 
 /// The CPUs a thread may run on (its affinity mask).

@@ -18,7 +18,7 @@
 //! The x86-64 instructions and their capability tokens are `x86_64.rs` (with stand-ins
 //! in `no_x86.rs`, whose tokens cannot be built, elsewhere); the `/dev/mwait` calls
 //! are `dev_mwait.rs` (Linux on x86-64 only, `no_dev_mwait.rs` elsewhere); the clock
-//! is `clock.rs`; the counters of the `test-counters` feature are `counters.rs`;
+//! is `clock.rs`; the process's CPU count from the cgroup files `cpus.rs`; the counters of the `test-counters` feature are `counters.rs`;
 //! RDTSC and the TSC rate are `tsc.rs`, shared CPUID decoding `cpuid.rs`; `plain.rs`
 //! has the parts of a platform without a process-wide barrier; `contract.rs` the types
 //! the platform files share with the layers above.
@@ -27,6 +27,9 @@ mod contract;
 pub(crate) use contract::{CpuidWaits, ShimWake};
 
 pub(crate) mod clock;
+// The cgroup and CPU-list parsers; only the Linux platform reads those files.
+#[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
+mod cpus;
 // The loom model counts nothing.
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) mod counters;
