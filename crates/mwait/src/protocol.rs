@@ -147,6 +147,10 @@ pub(crate) struct Sleepers {
     queue: Queue,
     registry: Registry,
     shared: bool,
+    /// The notifier's clock reading right before its last `futex_wake` (0: none yet):
+    /// written on the slow path only, read by a woken waiter to measure its wake-up
+    /// latency (`ladder::estimate`). A statistic: relaxed std atomic, not modelled.
+    wake_stamp: std::sync::atomic::AtomicU64,
 }
 
 impl Sleepers {
@@ -156,6 +160,7 @@ impl Sleepers {
                 queue: Queue::new(),
                 registry: Registry::new(),
                 shared,
+                wake_stamp: std::sync::atomic::AtomicU64::new(0),
             }
         }
     }
@@ -170,6 +175,12 @@ impl Sleepers {
     #[inline]
     pub(crate) fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// The clock reading of the last `futex_wake` on this cell (0: none yet).
+    #[inline]
+    pub(crate) fn wake_stamp(&self) -> u64 {
+        self.wake_stamp.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -249,6 +260,11 @@ impl MonitorLine {
             }
         }
         if state & PARKED_MASK != 0 {
+            // The wake stamp, on this path only: it makes a system call anyway.
+            s.wake_stamp.store(
+                crate::sys::clock::now_ns(),
+                std::sync::atomic::Ordering::Relaxed,
+            );
             park::wake(&s.queue, &self.value, n, s.shared);
             on_woke.parked_woken();
         }

@@ -4,18 +4,22 @@
 //! # What is measured, and when
 //!
 //! - **The wake-up latency**: from a notifier's call to `futex_wake` to the woken
-//!   waiter running again. The notifier stamps the clock into the cell's
-//!   [`WakeStamp`] on its slow path, the one that makes the system call anyway; the
-//!   waiter reads the clock when its `futex_wait` returns woken and takes the
-//!   difference ([`WakeStamp::sample`]). A sample is refused when the stamp is older
+//!   waiter running again. The notifier stamps the clock into the cell's wake stamp
+//!   on its slow path, the one that makes the system call anyway
+//!   (`protocol::MonitorLine::wake_slow`); the waiter reads the clock when its
+//!   `futex_wait` returns after sleeping and takes the difference ([`offer_wake`]). A sample is refused when the stamp is older
 //!   than the park (another wake's stamp), when the clock went backwards, and when it
 //!   lies outside [`WAKE_SAMPLE_MIN_NS`]`..=`[`WAKE_SAMPLE_MAX_NS`]. Timeouts and
-//!   returns that never slept are not offered at all.
+//!   returns that never slept (`futex_wait`'s `EAGAIN`, `Parked::Changed`) are not
+//!   offered at all.
 //! - **The cost of one spin round**: [`LOADS_PER_CLOCK_READ`] loads and pauses plus
 //!   one clock read, from the clock readings the spin tier makes anyway: the time
 //!   between its first and last reading over the rounds in between. Each thread
 //!   offers one spin in [`SPIN_SAMPLE_EVERY`], so that a ping-pong that spins on
 //!   every wait does not write the process-wide line on every wait.
+//!
+//! The inline spin is sized from the second: [`INLINE_SPIN_NS`] worth of loads
+//! ([`inline_spin_loads`]).
 //!
 //! Neither is ever touched on the notify fast path: the stamp is taken only where a
 //! notifier already calls `futex_wake`, and the estimates are written by waiters.
@@ -57,8 +61,9 @@
 //!
 //! [`LOADS_PER_CLOCK_READ`]: crate::backend::spin::LOADS_PER_CLOCK_READ
 
+use crate::backend::spin::LOADS_PER_CLOCK_READ;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
 /// The wake-up latency assumed until one is measured: between the wake-ups measured
 /// on the machine kinds seen so far (about 5 µs on the KVM guest with 10 µs futex
@@ -101,6 +106,44 @@ pub(crate) const HANDOFF_WAKES: u64 = 2;
 /// of 50 µs, the slowest seen (Firecracker), and the adaptive score turns it off
 /// where the partner still takes longer.
 pub(crate) const HANDOFF_CEILING_NS: u64 = 100_000;
+
+/// How long the inline spin (the loads a wait makes in the caller's frame, before the
+/// ladder, on cells whose last spin caught the change) lasts: long enough for a
+/// partner on another core to see our store and answer (a cache line's round trip,
+/// 0.1–0.5 µs, and its reaction), and no longer than twice the shortest spin
+/// budget ([`SPIN_FLOOR_NS`]), so that a miss costs about what the spin tier, which
+/// follows, would have spent anyway.
+pub(crate) const INLINE_SPIN_NS: u64 = 1_000;
+/// The fewest loads of the inline spin: two rounds.
+pub(crate) const INLINE_LOADS_MIN: u32 = 2 * LOADS_PER_CLOCK_READ;
+/// The most loads of the inline spin, whatever the round estimate says (a PAUSE of
+/// 10 cycles at 4 GHz: 1 µs is about 300 loads).
+pub(crate) const INLINE_LOADS_MAX: u32 = 256;
+
+/// How many loads the inline spin makes: [`INLINE_SPIN_NS`] at the measured cost of a
+/// load (a spin round over [`LOADS_PER_CLOCK_READ`]), within
+/// [`INLINE_LOADS_MIN`]`..=`[`INLINE_LOADS_MAX`]. Kept up to date by the writer of
+/// [`SPIN_ROUND`], read with one relaxed load.
+static INLINE_LOADS: AtomicU32 = AtomicU32::new(inline_loads(SPIN_ROUND_PRIOR_NS));
+
+/// The inline spin's loads for a spin round of `round_ns`.
+pub(crate) const fn inline_loads(round_ns: u64) -> u32 {
+    let per_round = if round_ns == 0 { 1 } else { round_ns };
+    let n = INLINE_SPIN_NS * LOADS_PER_CLOCK_READ as u64 / per_round;
+    if n < INLINE_LOADS_MIN as u64 {
+        INLINE_LOADS_MIN
+    } else if n > INLINE_LOADS_MAX as u64 {
+        INLINE_LOADS_MAX
+    } else {
+        n as u32
+    }
+}
+
+/// The inline spin's loads now.
+#[inline(always)]
+pub(crate) fn inline_spin_loads() -> u32 {
+    INLINE_LOADS.load(Relaxed)
+}
 
 /// How many recent samples an estimate keeps: its median is the estimate.
 pub(crate) const WINDOW: usize = 7;
@@ -148,6 +191,7 @@ impl LogEstimate {
     }
 
     /// How many samples have been taken (saturating at 255).
+    #[cfg(test)]
     pub(crate) fn samples(&self) -> u32 {
         (self.window.load(Relaxed) >> 56) as u32
     }
@@ -198,30 +242,16 @@ pub(crate) static WAKE: LogEstimate = LogEstimate::new();
 /// This process's spin-round cost estimate.
 pub(crate) static SPIN_ROUND: LogEstimate = LogEstimate::new();
 
-/// Where a notifier leaves the time of its `futex_wake` for the waiters it wakes: one
-/// per cell, in the line that only waiters write otherwise (the notifier writes it
-/// only on its slow path, which also makes a system call).
-pub(crate) struct WakeStamp(AtomicU64);
-
-impl WakeStamp {
-    pub(crate) const fn new() -> WakeStamp {
-        WakeStamp(AtomicU64::new(0))
-    }
-
-    /// Notifier, slow path: the clock reading taken right before `futex_wake`.
-    pub(crate) fn stamp(&self, now_ns: u64) {
-        self.0.store(now_ns, Relaxed);
-    }
-
-    /// Waiter, after a `futex_wait` that returned woken (not a timeout, not a return
-    /// that never slept): offers the wake-up latency to [`WAKE`]. `parked_ns` is the
-    /// clock reading taken before the waiter announced itself, `now_ns` the one after
-    /// its wake. Returns the sample when it was believed.
-    pub(crate) fn sample(&self, parked_ns: u64, now_ns: u64) -> Option<u64> {
-        let s = wake_sample(self.0.load(Relaxed), parked_ns, now_ns)?;
-        WAKE.record(s);
-        Some(s)
-    }
+/// The park tier, after a `futex_wait` that slept and returned woken (not a timeout,
+/// not a return that never slept): offers the wake-up latency to [`WAKE`].
+/// `stamp_ns` is the cell's wake stamp (the notifier's clock reading right before its
+/// `futex_wake`, `protocol::Sleepers::wake_stamp`), `parked_ns` the waiter's reading
+/// before it announced itself, `now_ns` the one after its wake. Returns the sample
+/// when it was believed.
+pub(crate) fn offer_wake(stamp_ns: u64, parked_ns: u64, now_ns: u64) -> Option<u64> {
+    let s = wake_sample(stamp_ns, parked_ns, now_ns)?;
+    WAKE.record(s);
+    Some(s)
 }
 
 /// The wake-up latency that a stamp gives, or `None` when it is not believable: the
@@ -257,6 +287,9 @@ pub(crate) fn offer_spin_rounds(rounds: u32, elapsed_ns: u64) {
     if due {
         if let Some(s) = spin_round_sample(rounds, elapsed_ns) {
             SPIN_ROUND.record(s);
+            if let Some(r) = SPIN_ROUND.get() {
+                INLINE_LOADS.store(inline_loads(r), Relaxed);
+            }
         }
     }
 }
@@ -395,10 +428,21 @@ mod tests {
         assert_eq!(wake_sample(5_000, 1_000, 4_000), None);
         assert_eq!(wake_sample(5_000, 1_000, 5_100), None);
         assert_eq!(wake_sample(5_000, 1_000, 5_000 + 20_000_000), None);
-        let stamp = WakeStamp::new();
-        stamp.stamp(5_000);
-        assert_eq!(stamp.sample(6_000, 30_000), None);
-        assert_eq!(stamp.sample(1_000, 30_000), Some(25_000));
+        assert_eq!(offer_wake(5_000, 6_000, 30_000), None);
+        assert_eq!(offer_wake(5_000, 1_000, 30_000), Some(25_000));
+    }
+
+    #[test]
+    fn the_inline_spin_lasts_about_its_time_within_bounds() {
+        // 8 loads per 250 ns round: 1 µs is 32 loads.
+        assert_eq!(inline_loads(250), 32);
+        // A slow PAUSE (140 cycles): the minimum, two rounds.
+        assert_eq!(inline_loads(4_000), INLINE_LOADS_MIN);
+        // A fast one, and nonsense: the maximum.
+        assert_eq!(inline_loads(10), INLINE_LOADS_MAX);
+        assert_eq!(inline_loads(0), INLINE_LOADS_MAX);
+        assert!(INLINE_SPIN_NS <= SPIN_FLOOR_NS * 2);
+        assert!((INLINE_LOADS_MIN..=INLINE_LOADS_MAX).contains(&inline_spin_loads()));
     }
 
     #[test]

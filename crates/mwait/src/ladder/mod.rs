@@ -16,15 +16,19 @@
 //! Per-cell learning is `adapt.rs`; the process-wide "can spinning help" is `load.rs`.
 
 pub(crate) mod adapt;
+pub(crate) mod estimate;
 pub(crate) mod load;
+pub(crate) mod stats;
 
 use crate::backend::{spin, HardwareWait, HwWake};
+use crate::detect::Capabilities;
 use crate::policy::{Resolved, WaitPolicy};
 use crate::primitive::{yield_now, AtomicU32, Ordering};
 use crate::protocol::{MonitorLine, Sleepers};
 use crate::sys::clock::now_ns;
 use crate::sys::park::Parked;
 use adapt::Adaptive;
+use stats::CellStats;
 
 /// Length of one spin round of a waiter that never parks (`WaitPolicy::park(false)`
 /// or the spin backend), between two `sched_yield` calls.
@@ -135,9 +139,12 @@ impl Outcome {
 }
 
 /// Every wait ends here, the ladder's and the ones that end before it: the one place
-/// that sees how each wait ended.
+/// that sees how each wait ended, and counts it in the cell's and the thread's
+/// statistics (`stats.rs`; a wait whose predicate held at the first look is not
+/// counted).
 #[inline(always)]
-pub(crate) fn end(outcome: Outcome) -> Outcome {
+pub(crate) fn end(stats: &CellStats, outcome: Outcome) -> Outcome {
+    stats.record(outcome.ended);
     outcome
 }
 
@@ -147,6 +154,7 @@ pub(crate) struct Waiter<'a> {
     pub(crate) line: &'a MonitorLine,
     pub(crate) sleepers: &'a Sleepers,
     pub(crate) adapt: &'a Adaptive,
+    pub(crate) stats: &'a CellStats,
 }
 
 /// What one climb of the ladder knows and learns on its way.
@@ -161,6 +169,9 @@ struct Climb<'a> {
     spin_ns: u64,
     /// Whether the CPU we would hold is free for us: spin and hardware tier allowed.
     can_help: bool,
+    /// Whether the cell's last spin caught the change (then the run-queue gate does
+    /// not stop this wait's spin: see `load.rs`).
+    caught: bool,
     /// Whether the spin tier ran (and counted, for the adaptation).
     spun: bool,
     /// When the hardware tier began, if it ran.
@@ -177,15 +188,16 @@ impl<'a> Climb<'a> {
         let handoff = adapt::take_woke();
         let spin_ns = match pol.adaptive {
             false => pol.spin_ns,
-            true => {
-                let base = if handoff && pol.spin_ns > 0 {
-                    pol.spin_ns.max(adapt::HANDOFF_SPIN_NS)
-                } else {
-                    pol.spin_ns
-                };
+            // The process's defaults say spin (it has more than one CPU): the budget
+            // comes from the measured wake-up latency (`estimate.rs`, "The rule").
+            true if pol.spin_ns > 0 => {
+                let b = estimate::current(Capabilities::detect().hypervisor);
+                let base = if handoff { b.handoff_ns } else { b.spin_ns };
                 cell.adapt.spin_budget(base, handoff)
             }
+            true => 0,
         };
+        let caught = cell.adapt.caught();
         // Whether the CPU we would hold is needed by others. A wait that will spin
         // starts from the last reading of the run queue and spins its first round of
         // loads before it reads the clock at all, so that a partner that answers
@@ -194,6 +206,7 @@ impl<'a> Climb<'a> {
         // when it says no, so that a "no" cannot stick.
         let can_help = !pol.adaptive
             || (spin_ns == 0 && !pol.hw_wanted())
+            || caught
             || load::spinning_could_help()
             || load::spinning_can_help(now_ns());
         Climb {
@@ -203,6 +216,7 @@ impl<'a> Climb<'a> {
             handoff,
             spin_ns: if can_help { spin_ns } else { 0 },
             can_help,
+            caught,
             spun: false,
             hw_start: None,
             slept: false,
@@ -232,12 +246,15 @@ impl<'a> Climb<'a> {
                 None => {}
             }
         }
-        end(Outcome {
-            value,
-            ended,
-            handoff: self.handoff,
-            slept: self.slept,
-        })
+        end(
+            self.cell.stats,
+            Outcome {
+                value,
+                ended,
+                handoff: self.handoff,
+                slept: self.slept,
+            },
+        )
     }
 }
 
@@ -281,22 +298,31 @@ fn spin_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32
         // the spin began: a spin may last one round (LOADS_PER_CLOCK_READ pauses)
         // longer than its budget, as its end may already overshoot.
         let now = now_ns();
-        if c.pol.adaptive && !load::spinning_can_help(now) {
+        if c.pol.adaptive && !c.caught && !load::spinning_can_help(now) {
             // The fresh reading says the CPUs are needed: stop, and do not count this
             // as a failed spin.
             c.can_help = false;
             c.spun = false;
         } else {
             let until = c.cap(now.saturating_add(c.spin_ns));
-            hit = spin::spin_until(word, &mut *pred, until, c.pol.spin_pause);
+            let spun = spin::spin_until(word, &mut *pred, until, c.pol.spin_pause);
+            if spun.rounds > 0 {
+                estimate::offer_spin_rounds(spun.rounds, spun.last_ns.saturating_sub(now));
+            }
+            hit = spun.value;
         }
     }
-    if c.spun && c.pol.adaptive {
-        c.cell.adapt.note_caught(hit.is_some());
+    if c.spun {
         if c.handoff {
-            c.cell.adapt.record_handoff_spin(hit.is_some());
-        } else {
-            c.cell.adapt.record_spin(hit.is_some());
+            c.cell.stats.record_handoff(hit.is_some());
+        }
+        if c.pol.adaptive {
+            c.cell.adapt.note_caught(hit.is_some());
+            if c.handoff {
+                c.cell.adapt.record_handoff_spin(hit.is_some());
+            } else {
+                c.cell.adapt.record_spin(hit.is_some());
+            }
         }
     }
     hit
@@ -322,7 +348,14 @@ fn hardware_tier(
             return None;
         }
         match hw.wait_episode(word, v, until, c.pol.cstate) {
-            HwWake::Woken | HwWake::Deadline => {}
+            HwWake::Woken => {
+                if word.load(Ordering::Relaxed) == v {
+                    // Woken with nothing changed: a timer, an interrupt, another
+                    // write to the line, a trapped instruction.
+                    c.cell.stats.record_spurious_hardware();
+                }
+            }
+            HwWake::Deadline => {}
             HwWake::Yield => return None,
         }
     }
@@ -349,9 +382,17 @@ fn park_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Outcome {
         let adapt = c.cell.adapt;
         adapt.note_parking();
         adapt.note_caught(false);
+        let parked_ns = now_ns();
         match c.cell.line.park(c.cell.sleepers, &mut *pred, c.deadline) {
             Ok(v) => return c.finish(v, Ended::Park),
-            Err(Parked::Woken) => c.slept = true,
+            Err(Parked::Woken) => {
+                c.slept = true;
+                let stamp = c.cell.sleepers.wake_stamp();
+                let _ = estimate::offer_wake(stamp, parked_ns, now_ns());
+            }
+            // The value changed before the kernel put us to sleep: no wake-up to
+            // measure.
+            Err(Parked::Changed) => {}
             Err(Parked::TimedOut) => {
                 let v = word.load(Ordering::Acquire);
                 let ended = if pred(v) {
@@ -370,7 +411,7 @@ fn park_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Outcome {
 fn no_park_round(c: &Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32> {
     let round = c.pol.spin_ns.max(NO_PARK_SPIN_ROUND_NS);
     let until = c.cap(now_ns().saturating_add(round));
-    let hit = spin::spin_until(c.word(), pred, until, c.pol.spin_pause);
+    let hit = spin::spin_until(c.word(), pred, until, c.pol.spin_pause).value;
     if hit.is_none() {
         yield_now();
     }
@@ -411,10 +452,11 @@ mod tests {
     /// Runs the hardware tier on a fresh cell holding 0 with `hw`, until `target`.
     /// Returns what the tier returned and whether it recorded its start.
     fn run_hardware_tier(hw: &SimulatedMonitor, target: u32) -> (Option<u32>, bool) {
-        let (line, sleepers, adapt) = (
+        let (line, sleepers, adapt, stats) = (
             MonitorLine::new(0, false),
             Sleepers::new(false),
             Adaptive::new(),
+            CellStats::new(),
         );
         let pol = Resolved {
             spin_ns: 0,
@@ -429,6 +471,7 @@ mod tests {
             line: &line,
             sleepers: &sleepers,
             adapt: &adapt,
+            stats: &stats,
         };
         let mut c = Climb::start(cell, pol, None);
         let r = hardware_tier(&mut c, hw, &mut |v| v == target);
@@ -474,7 +517,11 @@ mod tests {
             Ended::AtDeadline,
         ] {
             let o = Outcome::before_ladder(5, ended);
-            assert_eq!(end(o).result(), WaitResult::Ready(5), "{ended:?}");
+            assert_eq!(
+                end(&CellStats::new(), o).result(),
+                WaitResult::Ready(5),
+                "{ended:?}"
+            );
         }
         let o = Outcome::before_ladder(5, Ended::TimedOut);
         assert_eq!(o.result(), WaitResult::TimedOut(5));

@@ -545,7 +545,22 @@ mod tests {
     }
 
     #[test]
-    fn this_process_counts_at_least_one_cpu() {
-        assert!(process_cpus() >= 1);
+    fn this_process_counts_at_least_one_cpu_whatever_the_thread_is_pinned_to() {
+        let before = crate::sys::usable_cpus().unwrap_or(1);
+        assert!(before >= 1);
+        // A thread pinned to the CPU it runs on still counts the process's CPUs.
+        std::thread::spawn(move || {
+            let here = crate::sys::current_cpu() as usize;
+            for c in (0..1024).filter(|&c| c != here) {
+                if let Some(mask) = crate::sys::ThreadCpus::of_this_thread() {
+                    let _ = mask.move_off(c);
+                }
+            }
+            let mask = crate::sys::ThreadCpus::of_this_thread().map_or(1, |m| m.count());
+            assert!(mask <= 1 || before == 1 || cfg!(not(target_os = "linux")));
+            assert_eq!(crate::sys::usable_cpus().unwrap_or(1), before);
+        })
+        .join()
+        .unwrap();
     }
 }

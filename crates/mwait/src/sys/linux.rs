@@ -69,8 +69,10 @@ pub(crate) fn wait(
     }
     match std::io::Error::last_os_error().raw_os_error() {
         Some(libc::ETIMEDOUT) => Parked::TimedOut,
-        // EAGAIN: the value changed before we slept. EINTR: a signal.
-        Some(libc::EAGAIN) | Some(libc::EINTR) => Parked::Woken,
+        // EAGAIN: the value changed before we slept.
+        Some(libc::EAGAIN) => Parked::Changed,
+        // EINTR: a signal.
+        Some(libc::EINTR) => Parked::Woken,
         e => {
             debug_assert!(false, "futex wait failed: {e:?}");
             Parked::Woken

@@ -109,9 +109,10 @@ pub(crate) const HAS_DEV_MWAIT: bool = dev_mwait::AVAILABLE;
 ///   no reason at all. The comparison with `expected` and the decision to sleep must
 ///   be atomic with respect to [`wake`] (a store followed by a `wake` that lands
 ///   between our caller's last check and our sleep must not be lost). Returns
-///   [`Parked::TimedOut`] only once the deadline has passed; every other return is
-///   [`Parked::Woken`] and the caller re-checks. A platform with no sleep may return
-///   `Woken` at once (after yielding the CPU).
+///   [`Parked::TimedOut`] only once the deadline has passed, [`Parked::Changed`] when
+///   it found the word unequal to `expected` and never slept (where it can tell), and
+///   [`Parked::Woken`] otherwise; the caller re-checks after either. A platform with
+///   no sleep may return `Woken` at once (after yielding the CPU).
 /// - [`wake`]`(queue, word, n, shared) -> usize`: wakes up to `n` sleepers of `word`
 ///   (`u32::MAX`: all); returns how many it woke where the platform says, else 0.
 ///   `shared`: the word lives in memory shared between processes (a non-private

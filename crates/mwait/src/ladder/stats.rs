@@ -17,26 +17,12 @@
 //!   registered once per thread, under a lock, and folded into the retired totals
 //!   when its thread exits, so the counts of threads that are gone stay in the sum.
 
-use crate::ladder::estimate;
+use super::{estimate, Ended};
 use std::fmt;
+use std::sync::atomic::AtomicU32;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-
-/// Where a wait ended: the tier that saw the value it returned, or its deadline.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    /// The loads spun inline, before the ladder.
-    InlineSpin,
-    /// The spin tier.
-    Spin,
-    /// The hardware tier (UMWAIT, MWAITX, kernel MWAIT).
-    Hardware,
-    /// A futex park (or, with parking off, the yield rounds that replace it).
-    Park,
-    /// The deadline passed first.
-    Timeout,
-}
 
 /// The counters, by index.
 const INLINE_SPIN: usize = 0;
@@ -50,15 +36,18 @@ const SPURIOUS_HARDWARE: usize = 7;
 /// How many counters there are.
 const COUNTERS: usize = 8;
 
-impl Outcome {
-    const fn index(self) -> usize {
-        match self {
-            Outcome::InlineSpin => INLINE_SPIN,
-            Outcome::Spin => SPIN,
-            Outcome::Hardware => HARDWARE,
-            Outcome::Park => PARK,
-            Outcome::Timeout => TIMEOUT,
-        }
+/// The counter of a wait that ended at `ended`; `None` for a wait whose predicate held
+/// at the first look (no wait at all: not counted, so that the fast path stays one
+/// load). The spin-and-yield rounds of a waiter that never parks count as a park (they
+/// stand in for one), and so does a park whose deadline passed as the value arrived.
+const fn index(ended: Ended) -> Option<usize> {
+    match ended {
+        Ended::Entry => None,
+        Ended::Inline => Some(INLINE_SPIN),
+        Ended::Spin => Some(SPIN),
+        Ended::Hardware => Some(HARDWARE),
+        Ended::Park | Ended::NoPark | Ended::AtDeadline => Some(PARK),
+        Ended::TimedOut => Some(TIMEOUT),
     }
 }
 
@@ -297,19 +286,24 @@ impl Counters {
     }
 }
 
-/// One cell's counters, in its waiter line. Waiters count through
-/// [`CellStats::record`] and friends, which also count in the thread's block.
-pub(crate) struct CellStats(Counters);
+/// One cell's counters, in its waiter line: 32-bit, so that the eight of them take
+/// 32 bytes and the cell stays 256 bytes. They wrap after 2^32 waits of one cell (a
+/// snapshot's difference is then wrong once); the process-wide counts of
+/// [`stats`](crate::stats()) are 64-bit. Waiters count through [`CellStats::record`]
+/// and friends, which also count in the thread's block.
+pub(crate) struct CellStats([AtomicU32; COUNTERS]);
 
 impl CellStats {
     pub(crate) const fn new() -> CellStats {
-        CellStats(Counters::new())
+        CellStats([const { AtomicU32::new(0) }; COUNTERS])
     }
 
-    /// Counts a wait that ended with `outcome`.
-    #[inline]
-    pub(crate) fn record(&self, outcome: Outcome) {
-        self.bump(outcome.index());
+    /// Counts a wait that ended at `ended` (nothing for [`Ended::Entry`]).
+    #[inline(always)]
+    pub(crate) fn record(&self, ended: Ended) {
+        if let Some(i) = index(ended) {
+            self.bump(i);
+        }
     }
 
     /// Counts a hand-off spin and whether it caught the change.
@@ -321,7 +315,7 @@ impl CellStats {
         }
     }
 
-    /// Counts a hardware episode that returned with the value unchanged.
+    /// Counts a hardware episode that returned woken with the value unchanged.
     #[inline]
     pub(crate) fn record_spurious_hardware(&self) {
         self.bump(SPURIOUS_HARDWARE);
@@ -329,12 +323,15 @@ impl CellStats {
 
     /// A snapshot of the cell's counters.
     pub(crate) fn snapshot(&self) -> WaitStats {
-        WaitStats::from_counts(self.0.read())
+        WaitStats::from_counts(std::array::from_fn(|i| u64::from(self.0[i].load(Relaxed))))
     }
 
-    #[inline]
+    /// One relaxed load and store in the cell (a count can be lost to a waiter of the
+    /// same cell finishing at the same instant), one in the thread's block.
+    #[inline(always)]
     fn bump(&self, i: usize) {
-        self.0.bump(i);
+        let c = &self.0[i];
+        c.store(c.load(Relaxed).wrapping_add(1), Relaxed);
         bump_thread(i);
     }
 }
@@ -430,15 +427,16 @@ mod tests {
     #[test]
     fn a_cell_counts_each_outcome_and_the_hand_offs() {
         let c = CellStats::new();
-        for o in [
-            Outcome::InlineSpin,
-            Outcome::Spin,
-            Outcome::Spin,
-            Outcome::Hardware,
-            Outcome::Park,
-            Outcome::Timeout,
+        for e in [
+            Ended::Entry,
+            Ended::Inline,
+            Ended::Spin,
+            Ended::Spin,
+            Ended::Hardware,
+            Ended::Park,
+            Ended::TimedOut,
         ] {
-            c.record(o);
+            c.record(e);
         }
         c.record_handoff(true);
         c.record_handoff(false);
@@ -505,7 +503,7 @@ mod tests {
                 std::thread::spawn(|| {
                     let c = CellStats::new();
                     for _ in 0..PER_THREAD {
-                        c.record(Outcome::Timeout);
+                        c.record(Ended::TimedOut);
                     }
                     // This thread's own block saw every count: one writer, no loss.
                     let own = BLOCK.with(|b| b.0 .0.read()[TIMEOUT]);
