@@ -12,7 +12,7 @@
 //! steady state), in ns, for both, and their ratio. Run it once per fresh process.
 
 use mwait::{Backend, WaitCell, WaitPolicy};
-use mwait_examples::{percentile, pin_to_cpu};
+use mwait_support::{current_cpu, percentile, pin_to_cpu};
 use std::hint::spin_loop;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -92,8 +92,7 @@ impl Channel for Pause {
 
 /// The CPU the calling thread runs on (`u32::MAX` where unknown).
 fn cpu() -> u32 {
-    // SAFETY: sched_getcpu takes no arguments and reads no memory of ours.
-    u32::try_from(unsafe { libc::sched_getcpu() }).unwrap_or(u32::MAX)
+    u32::try_from(current_cpu()).unwrap_or(u32::MAX)
 }
 
 /// What one ping-pong saw: each round trip's length in ns, mwait's process-wide

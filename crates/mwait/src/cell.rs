@@ -10,9 +10,7 @@ use crate::ladder::adapt::Adaptive;
 use crate::ladder::stats::{CellStats, WaitStats};
 use crate::ladder::{self, estimate, Ended, Outcome, WaitResult, Waiter};
 use crate::policy::WaitPolicy;
-use crate::primitive::{
-    const_fn_unless_loom, fence, spin_hint, AtomicU32, Ordering, SPIN_ROUND_LOADS_CAP,
-};
+use crate::primitive::{const_fn_unless_loom, fence, spin_hint, AtomicU32, Ordering};
 use crate::protocol::{MonitorLine, Sleepers};
 use crate::sys::clock;
 use crate::sys::park;
@@ -402,7 +400,7 @@ impl WaitCell {
         if !(policy.allows_quick_spin() && self.waiters.adapt.quick_spin_ok()) {
             return None;
         }
-        let loads = estimate::inline_spin_loads().min(SPIN_ROUND_LOADS_CAP);
+        let loads = estimate::inline_spin_loads();
         for _ in 0..loads {
             spin_hint();
             let v = self.line.value.load(Ordering::Acquire);

@@ -82,8 +82,8 @@ fn summary(v: &[f64], digits: usize) -> (String, String) {
     )
 }
 
-/// "spin / hardware / park" shares from the runs' tier counts, or "n/a" while
-/// the crate has no stats to read (see [`cold::tier_shares`]).
+/// "spin / hardware / park" shares from the runs' tier counts, or "n/a" where no
+/// wait went through the crate (see [`cold::tier_shares`]).
 fn shares(runs: &ColdRuns, scenario: Scenario, name: &str) -> String {
     let share = |key: &str| median(&runs.series(scenario, name, key));
     let [s, h, p] = ["spin_share", "hardware_share", "park_share"].map(share);

@@ -327,9 +327,14 @@ impl CellStats {
     }
 
     /// One relaxed load and store in the cell (a count can be lost to a waiter of the
-    /// same cell finishing at the same instant), one in the thread's block.
+    /// same cell finishing at the same instant), one in the thread's block. Built
+    /// with `--cfg mwait_no_stats` it counts nothing: that build exists only to
+    /// measure what counting costs (docs/default-policy.md).
     #[inline(always)]
     fn bump(&self, i: usize) {
+        if cfg!(mwait_no_stats) {
+            return;
+        }
         let c = &self.0[i];
         c.store(c.load(Relaxed).wrapping_add(1), Relaxed);
         bump_thread(i);
@@ -466,6 +471,12 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("hand-off spins 2 (1 caught)"), "{text}");
+    }
+
+    #[test]
+    fn the_counters_keep_the_cell_at_256_bytes() {
+        assert_eq!(std::mem::size_of::<CellStats>(), 32);
+        assert!(std::mem::size_of::<crate::WaitCell>() <= 256);
     }
 
     #[test]
