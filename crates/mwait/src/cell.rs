@@ -20,12 +20,15 @@ use std::time::{Duration, Instant};
 
 /// The rest of the cell, on the next lines: read by waiters, written only by waiters
 /// (and the wake stamp, on the notify slow path). The statistics are eight 32-bit
-/// counters, so the cell stays 256 bytes.
+/// counters, so the cell stays 256 bytes, and they sit at offset 128, in the second
+/// 128-byte pair of lines: a waiter writes them on every wait, and the line beside
+/// the monitor line (in its 128-byte pair, which adjacent-line prefetchers fetch
+/// together into the notifier's cache) is kept to what waiters mostly read.
 #[repr(C, align(64))]
 struct WaiterLine {
     adapt: Adaptive,
-    stats: CellStats,
     policy: WaitPolicy,
+    stats: CellStats,
     sleepers: Sleepers,
 }
 
@@ -127,8 +130,8 @@ impl WaitCell {
                 line: MonitorLine::new(value, shared),
                 waiters: WaiterLine {
                     adapt: Adaptive::new(),
-                    stats: CellStats::new(),
                     policy,
+                    stats: CellStats::new(),
                     sleepers: Sleepers::new(shared),
                 },
             }
@@ -609,5 +612,18 @@ impl WaitCell {
         T: Future<Output = ()>,
     {
         WaitUntilTimer::new(self.wait_until_async(pred), timer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn the_counters_sit_off_the_monitor_lines_pair_and_the_cell_is_256_bytes() {
+        let stats = offset_of!(WaitCell, waiters) + offset_of!(WaiterLine, stats);
+        assert!(stats >= 128, "{stats}");
+        assert_eq!(size_of::<WaitCell>(), 256);
     }
 }
