@@ -8,7 +8,11 @@
 //! therefore stops only the waits of cells whose last spin failed (or that parked
 //! since): a cell whose last spin caught its partner keeps spinning, because that
 //! partner demonstrably runs and answers within the budget, and a spin that fails
-//! turns the gate on for that cell's next wait. Under an oversubscription of the
+//! turns the gate on for that cell's next wait. A wait that just woke the partner it
+//! now waits for (the hand-off) spins too, as often as the cell's adaptive score
+//! lets it (every time while such spins succeed, one wait in 32 while they fail):
+//! that is the way back to spinning for a pair that a busy neighbour pushed into
+//! parking, which would otherwise park for as long as the neighbour stays. Under an oversubscription of the
 //! process's own making (more spinning pairs than CPUs), spins fail and the gate
 //! holds; under a busy neighbour, a pair that answers itself in time is not slowed
 //! down. At most every other spin of a cell fails while the machine reads as

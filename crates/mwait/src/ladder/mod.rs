@@ -197,6 +197,11 @@ impl<'a> Climb<'a> {
             }
             true => 0,
         };
+        // A cell whose last spin caught the change, and a wait that just woke the
+        // partner it now waits for, spin whatever the run queue says (`load.rs`):
+        // the first's partner demonstrably answers in time, and the second's was
+        // just made runnable (the adaptive score still limits failing hand-off spins
+        // to probes). Neither lifts the gate for the hardware tier.
         let caught = cell.adapt.caught();
         // Whether the CPU we would hold is needed by others. A wait that will spin
         // starts from the last reading of the run queue and spins its first round of
@@ -214,7 +219,7 @@ impl<'a> Climb<'a> {
             pol,
             deadline,
             handoff,
-            spin_ns: if can_help { spin_ns } else { 0 },
+            spin_ns: if can_help || handoff { spin_ns } else { 0 },
             can_help,
             caught,
             spun: false,
@@ -298,7 +303,7 @@ fn spin_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32
         // the spin began: a spin may last one round (LOADS_PER_CLOCK_READ pauses)
         // longer than its budget, as its end may already overshoot.
         let now = now_ns();
-        if c.pol.adaptive && !c.caught && !load::spinning_can_help(now) {
+        if c.pol.adaptive && !c.caught && !c.handoff && !load::spinning_can_help(now) {
             // The fresh reading says the CPUs are needed: stop, and do not count this
             // as a failed spin.
             c.can_help = false;
