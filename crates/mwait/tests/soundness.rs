@@ -423,7 +423,6 @@ fn install_seccomp(nr: libc::c_long, arg1: Option<u32>, action: u32) {
 // crate's sys layer: a deadline of `u64::MAX` ns gives a non-negative `tv_sec` on
 // every target, checked on i686 too.)
 #[test]
-#[ignore = "finding 7: fails until fixed"]
 fn finding_7_an_unexpected_futex_errno_neither_panics_nor_spins() {
     const TIMEOUT: Duration = Duration::from_millis(200);
     const MAX_RECHECKS: u32 = 1_000;

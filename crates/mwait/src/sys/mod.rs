@@ -63,6 +63,9 @@ pub(crate) mod dev_mwait;
 
 #[cfg(not(loom))]
 pub(crate) use no_model::{model_hardware, ModelHardware};
+/// The failures unit tests inject into system calls (Linux's membarrier and futex).
+#[cfg(all(test, target_os = "linux", not(loom)))]
+pub(crate) use platform::inject;
 pub(crate) use platform::{current_cpu, running_threads, usable_cpus, ThreadCpus, HAS_FUTEX};
 #[cfg(loom)]
 pub(crate) use platform::{model_hardware, ModelHardware};
