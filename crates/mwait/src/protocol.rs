@@ -269,6 +269,11 @@ impl MonitorLine {
         deadline_ns: Option<u64>,
     ) -> Result<u32, Parked> {
         let old = self.state.fetch_add(1, Ordering::SeqCst); // (3)
+                                                             // From here the waiter is counted: the guard withdraws it however this
+                                                             // function ends, a panic of the barrier, the predicate or the sleep included
+                                                             // (a count left behind would send every later notify to the slow path and
+                                                             // keep `FENCED` set for ever).
+        let _counted = Announced(self);
         loom_sc_fence();
         if old & FENCED == 0 {
             self.waiter_barrier(s);
@@ -276,19 +281,9 @@ impl MonitorLine {
         }
         let v = self.value.load(Ordering::SeqCst); // (4)
         if pred(v) {
-            self.withdraw();
             return Ok(v);
         }
-        let r = park::wait(&s.queue, &self.value, v, deadline_ns, s.shared);
-        self.withdraw();
-        Err(r)
-    }
-
-    /// A parked waiter leaves: `Relaxed`, it orders nothing (a notifier that still
-    /// sees the old count makes one unneeded wake, no more).
-    #[inline]
-    fn withdraw(&self) {
-        self.state.fetch_sub(1, Ordering::Relaxed);
+        Err(park::wait(&s.queue, &self.value, v, deadline_ns, s.shared))
     }
 
     /// The heavy half of the barrier between announcing a waiter in `state` and the
@@ -320,5 +315,72 @@ impl MonitorLine {
     /// on to another armed waiter).
     pub(crate) fn disarm_async(&self, s: &Sleepers, key: usize, forward: bool) {
         s.registry.disarm(&self.state, key, forward);
+    }
+}
+
+/// A parked waiter's announcement in `state`, withdrawn on drop: `Relaxed`, it orders
+/// nothing (a notifier that still sees the old count makes one unneeded wake, no
+/// more).
+struct Announced<'a>(&'a MonitorLine);
+
+impl Drop for Announced<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.0.state.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The park half's announcement is withdrawn however a park ends: a panic of the
+/// predicate, of the waiter barrier (a `membarrier` that fails after registration)
+/// or a futex wait that fails (injected failures).
+#[cfg(all(test, target_os = "linux", not(loom)))]
+mod tests {
+    use super::*;
+    use crate::sys::inject;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    fn cell() -> (MonitorLine, Sleepers) {
+        (MonitorLine::new(0, false), Sleepers::new(false))
+    }
+
+    #[test]
+    fn a_panicking_predicate_withdraws_the_announcement() {
+        let (line, s) = cell();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            line.park(&s, &mut |_| panic!("the predicate panics"), None)
+        }));
+        assert!(r.is_err());
+        assert_eq!(line.parked(), 0);
+    }
+
+    #[test]
+    fn a_failing_waiter_barrier_withdraws_the_announcement() {
+        // Registers for membarrier if this process can.
+        park::waiter_barrier();
+        if !park::light_notify() {
+            // The barrier is a fence, which cannot fail.
+            return;
+        }
+        let (line, s) = cell();
+        inject::set_membarrier_fails(true);
+        let r = catch_unwind(AssertUnwindSafe(|| line.park(&s, &mut |_| false, None)));
+        inject::set_membarrier_fails(false);
+        assert!(
+            r.is_err(),
+            "a membarrier that fails after registration panics"
+        );
+        assert_eq!(line.parked(), 0);
+    }
+
+    #[test]
+    fn a_failing_futex_wait_withdraws_the_announcement() {
+        let (line, s) = cell();
+        inject::set_futex_wait_errno(Some(libc::ENOSYS));
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            line.park(&s, &mut |_| false, Some(crate::sys::clock::now_ns()))
+        }));
+        inject::set_futex_wait_errno(None);
+        assert!(matches!(r, Ok(Err(_))), "the park returns, without panic");
+        assert_eq!(line.parked(), 0);
     }
 }

@@ -230,7 +230,6 @@ fn finding_2_async_wait_on_a_shared_cell_neither_hangs_nor_faults() {
 // the debug assertion in the futex wait needs an injected failure: a unit test in
 // the crate's sys layer, once it has a seam for the system calls.)
 #[test]
-#[ignore = "finding 3: fails until fixed"]
 fn finding_3_a_panicking_predicate_leaves_no_parked_waiter() {
     let _g = serial();
     let cell = WaitCell::with_policy(0, PARK_AT_ONCE);
