@@ -264,7 +264,6 @@ impl Wake for PanickingWaker {
 // dropped unwoken. (The other half of the finding, wakers cloned and dropped under
 // the registry lock, is `tokio_4129_*` in conformance.rs.)
 #[test]
-#[ignore = "finding 4: fails until fixed"]
 fn finding_4_a_panicking_waker_does_not_strand_its_batch() {
     let _g = serial();
     let cell = WaitCell::new(0);
@@ -286,7 +285,6 @@ fn finding_4_a_panicking_waker_does_not_strand_its_batch() {
 // re-arming. Two futures, ten `notify_one`s, the woken one re-polled (re-armed) after
 // each, as its task would: both must be woken. Today the lowest slot takes all ten.
 #[test]
-#[ignore = "finding 5: fails until fixed"]
 fn finding_5_notify_one_does_not_starve_an_armed_future() {
     const NOTIFIES: usize = 10;
     let _g = serial();
