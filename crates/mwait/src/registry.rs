@@ -221,6 +221,26 @@ mod tests {
         (c.clone(), Waker::from(c))
     }
 
+    /// A registry with two slots armed, each with a waker of its own.
+    struct Armed2 {
+        state: AtomicU32,
+        r: Registry,
+        a: (Option<usize>, Arc<Count>, Waker),
+        b: (Option<usize>, Arc<Count>, Waker),
+    }
+
+    fn armed_two() -> Armed2 {
+        let (state, r) = (AtomicU32::new(0), Registry::new());
+        let arm = || {
+            let (c, w) = waker();
+            let mut k = None;
+            r.arm(&state, &mut k, &w);
+            (k, c, w)
+        };
+        let (a, b) = (arm(), arm());
+        Armed2 { state, r, a, b }
+    }
+
     #[test]
     fn the_state_bit_says_whether_a_slot_is_armed() {
         let (state, r) = (AtomicU32::new(0), Registry::new());
@@ -242,12 +262,12 @@ mod tests {
 
     #[test]
     fn a_dropped_pick_of_notify_one_passes_the_wake_on() {
-        let (state, r) = (AtomicU32::new(0), Registry::new());
-        let (ca, wa) = waker();
-        let (cb, wb) = waker();
-        let (mut a, mut b) = (None, None);
-        r.arm(&state, &mut a, &wa);
-        r.arm(&state, &mut b, &wb);
+        let Armed2 {
+            state,
+            r,
+            a: (a, ca, _),
+            b: (_, cb, _),
+        } = armed_two();
         r.wake(&state, 1);
         assert_eq!(
             ca.0.load(Ordering::Relaxed),
@@ -266,12 +286,12 @@ mod tests {
 
     #[test]
     fn notify_one_takes_the_armed_slots_in_turn() {
-        let (state, r) = (AtomicU32::new(0), Registry::new());
-        let (ca, wa) = waker();
-        let (cb, wb) = waker();
-        let (mut a, mut b) = (None, None);
-        r.arm(&state, &mut a, &wa);
-        r.arm(&state, &mut b, &wb);
+        let Armed2 {
+            state,
+            r,
+            a: (mut a, ca, wa),
+            b: (_, cb, _),
+        } = armed_two();
         r.wake(&state, 1);
         // `a` was picked and re-arms in its slot at once, as its task would.
         r.arm(&state, &mut a, &wa);
