@@ -99,6 +99,18 @@
 //! stored to with nobody parked loses it at its first such store and goes back to the
 //! light path.
 //!
+//! ## Async waiters
+//!
+//! A future that arms a waker is a parking waiter whose (3) is the registry's
+//! `fetch_or(ASYNC_REGISTERED, SeqCst)` and whose sleep is returning `Pending`; it
+//! follows the same rules, `FENCED` included: an arm whose (3) returns `FENCED` skips
+//! `membarrier`, by the argument above, which asks nothing of (3) but that it be a
+//! `SeqCst` read-modify-write of `state` that read the bit. Without the bit it runs
+//! the barrier and sets it. A notifier clears `FENCED` only from a state of exactly
+//! `FENCED`, so never while a future is armed (`ASYNC_REGISTERED` is set): a future
+//! re-polled with its slot still armed, or re-armed by a consumer that is always
+//! armed when the value changes, pays no `membarrier` after the first.
+//!
 //! Loom cannot model `membarrier`: the loom build keeps the symmetric `SeqCst`
 //! protocol. Loom also models `SeqCst` accesses as `AcqRel`, so the loom build adds
 //! the `SeqCst` fences it does model between (1) and (2) and between (3) and (4) (see
@@ -274,16 +286,24 @@ impl MonitorLine {
                                                              // (a count left behind would send every later notify to the slow path and
                                                              // keep `FENCED` set for ever).
         let _counted = Announced(self);
-        loom_sc_fence();
-        if old & FENCED == 0 {
-            self.waiter_barrier(s);
-            self.state.fetch_or(FENCED, Ordering::SeqCst);
-        }
+        self.barrier_unless_fenced(s, old);
         let v = self.value.load(Ordering::SeqCst); // (4)
         if pred(v) {
             return Ok(v);
         }
         Err(park::wait(&s.queue, &self.value, v, deadline_ns, s.shared))
+    }
+
+    /// The waiter's barrier after its announcement (3), which returned `old`: none
+    /// when `old` has `FENCED` (see "A cell that parks often"), else the barrier,
+    /// after which the waiter sets `FENCED` for those that come after it.
+    #[inline]
+    fn barrier_unless_fenced(&self, s: &Sleepers, old: u32) {
+        loom_sc_fence();
+        if old & FENCED == 0 {
+            self.waiter_barrier(s);
+            self.state.fetch_or(FENCED, Ordering::SeqCst);
+        }
     }
 
     /// The heavy half of the barrier between announcing a waiter in `state` and the
@@ -303,12 +323,12 @@ impl MonitorLine {
 
     /// The async waiter's announcement: arms `waker` in the registry, which sets
     /// `ASYNC_REGISTERED` with a `SeqCst` read-modify-write (the (3) of an async
-    /// waiter), then runs the same barrier as a parking thread. The caller then
+    /// waiter), then runs the same barrier as a parking thread, skipped on a `FENCED`
+    /// cell as a park's is (see "Async waiters" in the notes). The caller then
     /// re-checks the value with a `SeqCst` load, its (4).
     pub(crate) fn arm_async(&self, s: &Sleepers, key: &mut Option<usize>, waker: &Waker) {
-        s.registry.arm(&self.state, key, waker); // (3)
-        loom_sc_fence();
-        self.waiter_barrier(s);
+        let old = s.registry.arm(&self.state, key, waker); // (3)
+        self.barrier_unless_fenced(s, old);
     }
 
     /// Releases an async waiter's slot (`forward`: pass an unconsumed `notify_one`

@@ -323,7 +323,6 @@ fn membarrier_off() -> bool {
 // 100 re-polls make 100 calls. Needs `--features test-counters`.
 #[cfg(feature = "test-counters")]
 #[test]
-#[ignore = "finding 6: fails until fixed"]
 fn finding_6_repolls_do_not_run_membarrier_each_time() {
     use mwait::test_counters::membarrier_calls;
     const REPOLLS: u64 = 100;
