@@ -522,7 +522,6 @@ fn finding_8_fork_during_registration_leaves_the_child_able_to_park() {
 // parked ones, and the parties re-park. Needs `--features test-counters`.
 #[cfg(feature = "test-counters")]
 #[test]
-#[ignore = "finding 9: fails until fixed"]
 fn finding_9_barrier_wakes_once_per_generation() {
     use mwait::test_counters::futex_wake_calls;
     use mwait::Barrier;
