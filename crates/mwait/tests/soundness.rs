@@ -469,11 +469,10 @@ extern "C" fn hold_forever(_: libc::c_int) {
 // registration. A seccomp filter traps that thread's `membarrier` call and holds it
 // in the SIGSYS handler, so that the registration's `OnceLock` is mid-initialisation
 // when the main thread forks; the forked child's first park on a private cell must
-// still return. Today it blocks for ever on the `OnceLock`. (The fix's
-// `mwait::prepare()` goes at the marked line; with it, the registration is settled
-// before the trapped thread starts, and the child parks normally.)
+// still return. Without `mwait::prepare()` before the trapped thread starts, it
+// blocks for ever on the `OnceLock`; with it, the registration is settled and the
+// child parks normally.
 #[test]
-#[ignore = "finding 8: fails until fixed"]
 fn finding_8_fork_during_registration_leaves_the_child_able_to_park() {
     if !in_child("finding_8_fork_during_registration_leaves_the_child_able_to_park") {
         return;
@@ -482,7 +481,7 @@ fn finding_8_fork_during_registration_leaves_the_child_able_to_park() {
         println!("MWAIT_MEMBARRIER=0: no registration to interrupt");
         return;
     }
-    // Phase 2: `mwait::prepare();` here.
+    mwait::prepare();
     // SAFETY: installs a handler that only stores to an atomic and calls pause(),
     // both async-signal-safe.
     unsafe {

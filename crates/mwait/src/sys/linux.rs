@@ -163,15 +163,7 @@ pub(crate) fn light_notify() -> bool {
 /// first call registers; every waiter blocks on that one-time registration, so no
 /// waiter can take the fence path once a notifier may take the light one.
 pub(crate) fn waiter_barrier() {
-    static REGISTERED: OnceLock<bool> = OnceLock::new();
-    let light = *REGISTERED.get_or_init(|| {
-        let ok = membarrier_wanted() && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
-        if ok {
-            LIGHT_NOTIFY.store(true, Ordering::SeqCst);
-        }
-        ok
-    });
-    if !light {
+    if !registered() {
         fence(Ordering::SeqCst);
         return;
     }
@@ -187,6 +179,24 @@ pub(crate) fn waiter_barrier() {
             std::io::Error::last_os_error()
         );
     }
+}
+
+/// Whether this process is registered for `membarrier(PRIVATE_EXPEDITED)`: the first
+/// call tries to register, every call blocks until that try has ended.
+fn registered() -> bool {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    *REGISTERED.get_or_init(|| {
+        let ok = membarrier_wanted() && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+        if ok {
+            LIGHT_NOTIFY.store(true, Ordering::SeqCst);
+        }
+        ok
+    })
+}
+
+/// Settles the one-time `membarrier` registration (see [`super::park`]).
+pub(crate) fn prepare() {
+    registered();
 }
 
 /// Whether the asymmetric barrier is wanted: `MWAIT_MEMBARRIER=0` turns it off (then

@@ -119,13 +119,15 @@ pub(crate) const HAS_DEV_MWAIT: bool = dev_mwait::AVAILABLE;
 /// - [`waiter_barrier`]: the waiter's half of the barrier between announcing a
 ///   sleeper and re-checking the word (see `protocol.rs`): a `SeqCst` fence at
 ///   least; something heavier (`membarrier`) where [`light_notify`] can return true.
+/// - [`prepare`]: settles the one-time set-up of [`waiter_barrier`] (`membarrier`
+///   registration), so that a child of `fork()` never finds it half done.
 /// - [`light_notify`]: whether notifiers may order their store before their look at
 ///   the sleeper count with a compiler barrier alone. It may return true only after
 ///   every later [`waiter_barrier`] is a process-wide barrier (every CPU running a
 ///   thread of this process executes a full barrier before it returns).
 pub(crate) mod park {
     pub(crate) use super::contract::Parked;
-    pub(crate) use super::platform::{light_notify, wait, waiter_barrier, wake, Queue};
+    pub(crate) use super::platform::{light_notify, prepare, wait, waiter_barrier, wake, Queue};
 
     /// `wake`'s `n` for "every sleeper".
     pub(crate) const ALL: u32 = u32::MAX;

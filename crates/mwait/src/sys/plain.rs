@@ -15,6 +15,9 @@ pub(crate) fn waiter_barrier() {
     fence(Ordering::SeqCst);
 }
 
+/// Nothing to settle: the barrier needs no registration.
+pub(crate) fn prepare() {}
+
 /// Unknown here.
 #[inline]
 pub(crate) fn current_cpu() -> u32 {

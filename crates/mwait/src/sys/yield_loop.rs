@@ -5,7 +5,7 @@ use super::contract::Parked;
 use crate::primitive::AtomicU32;
 
 pub(crate) use super::plain::{
-    current_cpu, light_notify, running_threads, usable_cpus, waiter_barrier, ThreadCpus,
+    current_cpu, light_notify, prepare, running_threads, usable_cpus, waiter_barrier, ThreadCpus,
 };
 
 /// No futex here: the park tier yields instead of sleeping.
