@@ -352,13 +352,24 @@ pub(crate) fn usable_cpus() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
+impl Capabilities {
+    /// Whether these are this CPU's own capabilities, as [`Capabilities::detect`]
+    /// found them (the fields are public: a caller may build or edit any).
+    pub(crate) fn are_this_cpus(&self) -> bool {
+        let detected = Capabilities::detect();
+        std::ptr::eq(self, detected) || self == detected
+    }
+}
+
+/// The capability tokens' proof: an instruction is reported only when these
+/// capabilities are this CPU's detected ones, never on the word of a caller's copy.
 impl CpuidWaits for Capabilities {
     fn waitpkg(&self) -> bool {
-        self.waitpkg
+        self.waitpkg && self.are_this_cpus()
     }
 
     fn monitorx(&self) -> bool {
-        self.monitorx
+        self.monitorx && self.are_this_cpus()
     }
 }
 

@@ -260,6 +260,13 @@ pub fn plan(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectErr
 /// forced, replaced by the best non-hardware ladder, with the reason in
 /// [`Selection::demoted`] and [`Selection::reason`].
 ///
+/// Only this CPU's own capabilities (equal to [`Capabilities::detect`]) build a tier.
+/// Capabilities that differ from them (a recorded dump of another CPU, or a copy
+/// with a field changed) are only planned: `select` then returns what [`plan`]
+/// returns, and no instruction runs, no device is opened, no self-test is made.
+/// Executing an instruction on the word of such capabilities could fault on a CPU
+/// that lacks it.
+///
 /// # Examples
 ///
 /// ```
@@ -268,6 +275,9 @@ pub fn plan(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectErr
 /// println!("{}: {}", sel.backend, sel.reason);
 /// ```
 pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectError> {
+    if !caps.are_this_cpus() {
+        return plan(caps, env);
+    }
     let mut env = env.clone();
     let mut demoted: Option<(Backend, String)> = None;
     let mut failed: Vec<(Backend, String)> = Vec::new();
