@@ -525,6 +525,14 @@ impl WaitCell {
         self.line.parked()
     }
 
+    /// How many parked waiters the model futex has woken on this cell so far (the
+    /// loom models check that `notify_one` wakes one).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn model_wakes(&self) -> u32 {
+        self.waiters.sleepers.queue().woken()
+    }
+
     /// How many futures are armed right now (a snapshot, for tests and reports).
     ///
     /// # Examples

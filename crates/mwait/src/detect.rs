@@ -58,7 +58,7 @@ impl OsFacts {
     pub fn read() -> OsFacts {
         OsFacts {
             umwait_control: read_umwait_control(),
-            dev_mwait: std::path::Path::new("/dev/mwait").exists(),
+            dev_mwait: sys::host::exists("/dev/mwait"),
             usable_cpus: usable_cpus(),
         }
     }
@@ -318,7 +318,7 @@ impl Capabilities {
 
     /// This CPU's capabilities.
     fn native(os: OsFacts) -> Capabilities {
-        Capabilities::from_cpuid(raw_cpuid::CpuIdReaderNative, os)
+        Capabilities::from_cpuid(sys::cpuid::native_reader(), os)
     }
 }
 
@@ -334,8 +334,7 @@ const UMWAIT_CONTROL: &str = "/sys/devices/system/cpu/umwait_control";
 
 fn read_umwait_control() -> Option<UmwaitControl> {
     let read = |f: &str| -> Option<u64> {
-        std::fs::read_to_string(format!("{UMWAIT_CONTROL}/{f}"))
-            .ok()?
+        sys::host::read(&format!("{UMWAIT_CONTROL}/{f}"))?
             .trim()
             .parse()
             .ok()

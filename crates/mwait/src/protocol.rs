@@ -183,6 +183,12 @@ impl Sleepers {
     pub(crate) fn registry(&self) -> &Registry {
         &self.registry
     }
+
+    /// The platform's sleep queue (the loom models count its wakes).
+    #[cfg(loom)]
+    pub(crate) fn queue(&self) -> &Queue {
+        &self.queue
+    }
 }
 
 /// What the notify half tells the layer above once it has woken parked waiters (the

@@ -186,7 +186,11 @@ pub(crate) fn waiter_barrier() {
 fn registered() -> bool {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     *REGISTERED.get_or_init(|| {
-        let ok = membarrier_wanted() && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+        // Miri has no membarrier: its waiters fence, its notifiers never take the
+        // light path.
+        let ok = !cfg!(miri)
+            && membarrier_wanted()
+            && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
         if ok {
             LIGHT_NOTIFY.store(true, Ordering::SeqCst);
         }
@@ -229,6 +233,10 @@ fn membarrier(cmd: libc::c_int) -> libc::c_long {
 /// The CPU the calling thread runs on (`u32::MAX` where unknown).
 #[inline]
 pub(crate) fn current_cpu() -> u32 {
+    if cfg!(miri) {
+        // Miri has no sched_getcpu: unknown.
+        return u32::MAX;
+    }
     // SAFETY: sched_getcpu takes no arguments and only reads the vDSO/rseq data.
     let c = unsafe { libc::sched_getcpu() };
     u32::try_from(c).unwrap_or(u32::MAX)
@@ -238,7 +246,7 @@ pub(crate) fn current_cpu() -> u32 {
 /// `/proc/loadavg`, `running/total`; the reading thread counts itself); `None` when
 /// unreadable.
 pub(crate) fn running_threads() -> Option<usize> {
-    let s = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let s = super::host::read("/proc/loadavg")?;
     let field = s.split_whitespace().nth(3)?;
     field.split('/').next()?.parse::<usize>().ok()
 }

@@ -19,7 +19,8 @@
 //! in `no_x86.rs`, whose tokens cannot be built, elsewhere); the `/dev/mwait` calls
 //! are `dev_mwait.rs` (Linux on x86-64 only, `no_dev_mwait.rs` elsewhere); the clock
 //! is `clock.rs`; the counters of the `test-counters` feature are `counters.rs`;
-//! RDTSC and the TSC rate are `tsc.rs`, shared CPUID decoding `cpuid.rs`; `plain.rs`
+//! RDTSC and the TSC rate are `tsc.rs`, shared CPUID decoding (and this CPU's CPUID
+//! reader) `cpuid.rs`; reads of the host's files `host.rs`; `plain.rs`
 //! has the parts of a platform without a process-wide barrier; `contract.rs` the types
 //! the platform files share with the layers above.
 
@@ -27,6 +28,7 @@ mod contract;
 pub(crate) use contract::{CpuidWaits, ShimWake};
 
 pub(crate) mod clock;
+pub(crate) mod host;
 // The loom model counts nothing.
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) mod counters;
