@@ -244,25 +244,6 @@ impl Resolved {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_inline_spin_respects_policies_that_do_not_spin() {
-        assert!(WaitPolicy::new().allows_quick_spin());
-        assert!(!WaitPolicy::new().spin(Duration::ZERO).allows_quick_spin());
-        assert!(!WaitPolicy::new()
-            .backend(Backend::Futex)
-            .allows_quick_spin());
-        // A fixed budget turns the adaptation, which decides the inline spin, off.
-        assert!(!WaitPolicy::new()
-            .spin(Duration::from_micros(3))
-            .allows_quick_spin());
-        assert!(!WaitPolicy::new().adaptive(false).allows_quick_spin());
-    }
-}
-
 /// Settles every one-time initialisation of this process's waits: CPU detection,
 /// the choice of backend (with its hardware tier's self-test), the default policy's
 /// numbers and the `membarrier` registration. Each is made once, by whichever thread
@@ -286,4 +267,23 @@ pub fn prepare() {
     let _ = crate::detect::Capabilities::detect();
     let _ = WaitPolicy::new().resolve();
     crate::sys::park::prepare();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_inline_spin_respects_policies_that_do_not_spin() {
+        assert!(WaitPolicy::new().allows_quick_spin());
+        assert!(!WaitPolicy::new().spin(Duration::ZERO).allows_quick_spin());
+        assert!(!WaitPolicy::new()
+            .backend(Backend::Futex)
+            .allows_quick_spin());
+        // A fixed budget turns the adaptation, which decides the inline spin, off.
+        assert!(!WaitPolicy::new()
+            .spin(Duration::from_micros(3))
+            .allows_quick_spin());
+        assert!(!WaitPolicy::new().adaptive(false).allows_quick_spin());
+    }
 }
