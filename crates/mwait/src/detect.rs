@@ -302,7 +302,9 @@ impl Capabilities {
         use crate::Backend;
         match backend {
             Backend::Spin => true,
-            Backend::Futex => cfg!(target_os = "linux"),
+            // Every target parks: futex on Linux, the OS's own call or a table of
+            // parked threads elsewhere (`src/sys/`).
+            Backend::Futex => true,
             Backend::Umwait => cfg!(target_arch = "x86_64") && self.waitpkg,
             Backend::Mwaitx => cfg!(target_arch = "x86_64") && self.monitorx,
             Backend::Kernel => {

@@ -6,8 +6,9 @@
 //! its hash-bucket lock before sleeping, which is what makes the park race-free: a
 //! store that lands after our last check makes the comparison fail (`EAGAIN`).
 //!
-//! On targets without futex the tier degrades to a `sched_yield` loop: the waiter
-//! then never sleeps, and says so in the docs.
+//! Other operating systems park through their own file in `src/sys/` (`windows.rs`,
+//! `macos.rs`, `freebsd.rs`, and `parking.rs` for every other target), each with the
+//! same four functions: `wait`, `wake`, `waiter_barrier` and `light_notify`.
 
 /// How a park ended.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -21,11 +22,13 @@ pub(crate) enum Parked {
 /// Whether notifiers may use the light half of the asymmetric barrier: set once,
 /// when this process has registered for `membarrier(PRIVATE_EXPEDITED)`, never reset.
 /// Read (`Relaxed`) on every uncontended notify; written once.
+#[cfg(all(target_os = "linux", not(loom)))]
 static LIGHT_NOTIFY: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
 /// Whether a notifier may order its store before its load of `state` with a
 /// compiler barrier only (the waiter side then pays with `membarrier`). See the
 /// "Notes about memory ordering" in `cell.rs`.
+#[cfg(all(target_os = "linux", not(loom)))]
 #[inline(always)]
 pub(crate) fn light_notify() -> bool {
     LIGHT_NOTIFY.load(core::sync::atomic::Ordering::Relaxed)
@@ -66,12 +69,31 @@ pub(crate) fn waiter_barrier() {
     }
 }
 
-/// Without membarrier (or in the loom model) notifiers never take the light path,
-/// and a `SeqCst` fence is the waiter's whole barrier.
-#[cfg(not(all(target_os = "linux", not(loom))))]
-pub(crate) fn waiter_barrier() {
-    crate::primitive::fence(crate::primitive::Ordering::SeqCst);
+/// The symmetric barrier, for the platforms that have no process-wide barrier to
+/// lean on (macOS, FreeBSD, the parking table) and for the loom model: notifiers never
+/// take the light path, and a `SeqCst` fence is the waiter's whole barrier (every
+/// notifier fences too).
+#[cfg(any(
+    loom,
+    all(test, target_os = "linux"),
+    not(any(target_os = "linux", windows))
+))]
+pub(crate) mod symmetric {
+    /// Always `false`: the light path needs a process-wide barrier.
+    #[inline(always)]
+    pub(crate) fn light_notify() -> bool {
+        false
+    }
+
+    /// The waiter's whole barrier: a `SeqCst` fence.
+    #[inline]
+    pub(crate) fn waiter_barrier() {
+        crate::primitive::fence(crate::primitive::Ordering::SeqCst);
+    }
 }
+
+#[cfg(loom)]
+pub(crate) use symmetric::{light_notify, waiter_barrier};
 
 /// Whether the asymmetric barrier is wanted: `MWAIT_MEMBARRIER=0` turns it off (then
 /// every notify is a locked `xchg` and every park a plain fence).
@@ -188,29 +210,42 @@ mod imp {
     }
 }
 
+#[cfg(all(windows, not(loom)))]
+#[path = "../sys/windows.rs"]
+mod os;
+#[cfg(all(target_os = "macos", not(loom)))]
+#[path = "../sys/macos.rs"]
+mod os;
+#[cfg(all(target_os = "freebsd", not(loom)))]
+#[path = "../sys/freebsd.rs"]
+mod os;
+#[cfg(all(
+    not(any(
+        target_os = "linux",
+        windows,
+        target_os = "macos",
+        target_os = "freebsd"
+    )),
+    not(loom)
+))]
+#[path = "../sys/parking.rs"]
+mod os;
+
+/// The fallback table runs its own unit tests on Linux too, where it can be executed.
+#[cfg(all(test, target_os = "linux", not(loom)))]
+#[path = "../sys/parking.rs"]
+mod parking;
+
 #[cfg(all(not(target_os = "linux"), not(loom)))]
 mod imp {
-    use super::Parked;
+    pub(crate) use super::os::{light_notify, wait, waiter_barrier};
     use crate::primitive::AtomicU32;
 
-    /// No futex here: yield once and let the caller re-check.
-    pub(crate) fn wait(
-        _word: &AtomicU32,
-        _expected: u32,
-        deadline_ns: Option<u64>,
-        _shared: bool,
-    ) -> Parked {
-        std::thread::yield_now();
-        match deadline_ns {
-            Some(d) if crate::clock::now_ns() >= d => Parked::TimedOut,
-            _ => Parked::Woken,
-        }
-    }
-
-    pub(crate) fn wake(_word: &AtomicU32, _n: i32, _shared: bool) -> usize {
+    /// Wakes up to `n` threads parked on `word` (through the OS's call, counted).
+    pub(crate) fn wake(word: &AtomicU32, n: i32, shared: bool) -> usize {
         #[cfg(feature = "test-counters")]
         super::FUTEX_WAKE_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        0
+        super::os::wake(word, n, shared)
     }
 }
 
