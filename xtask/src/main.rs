@@ -7,6 +7,7 @@
 mod bench;
 mod codegen;
 mod hwtest;
+mod ports;
 mod test;
 mod util;
 mod vm;
@@ -23,6 +24,10 @@ commands:
   stress [N]      long stress run with each tier forced (default 10^8 handoffs)
   bench [--quick] the benchmark suite; writes target/mwait-bench/report.md
   hw-test         the hardware tiers' suites (UMWAIT under qemu-user, MWAITX native)
+  wine-test       builds the mwait test suites for x86_64-pc-windows-gnu and
+                  runs them under Wine (installs wine64 and MinGW)
+  cross-check     clippy and `cargo test --no-run` (link skipped) for macOS,
+                  FreeBSD and NetBSD, clippy for Windows
   vm-test         builds the kernel module, boots it in QEMU and runs the in-guest suite
   checkpatch      the kernel's checkpatch.pl over kmod/ (module, uapi header, C test)
   codegen [--check]
@@ -44,6 +49,8 @@ fn main() -> ExitCode {
         "stress" => test::stress(rest),
         "bench" => bench::run(rest),
         "hw-test" => hwtest::run(rest),
+        "wine-test" => ports::wine_test(rest),
+        "cross-check" => ports::cross_check(rest),
         "vm-test" => vm::run_vm(rest),
         "checkpatch" => vm::checkpatch(rest),
         "codegen" => codegen::run(rest),

@@ -56,6 +56,13 @@
 //! that membarrier(2) documents (a compiler barrier on the fast path, membarrier on
 //! the slow path, in place of a full barrier on both).
 //!
+//! On Windows `FlushProcessWriteBuffers` plays the part of `membarrier`: it interrupts
+//! every CPU running a thread of this process and returns once each has taken the
+//! interrupt, a full barrier there, which gives the same two cases (the argument is
+//! in `sys/windows.rs`; Wine 8 implements it as a no-op, so under Wine the light path
+//! stays off). macOS, FreeBSD and the parking-table fallback have no such call and
+//! keep the symmetric protocol.
+//!
 //! The light path is taken only while `futex::light_notify()` says so: a flag set once,
 //! when registration succeeded, and never cleared. Every waiter blocks on that one-time
 //! registration before choosing its barrier, so no waiter uses a mere fence while a
@@ -289,6 +296,15 @@ macro_rules! cell_ctor {
         /// waiters use non-private futexes, which a notifier in another process can
         /// wake. Hardware waiters need nothing special: monitors watch physical lines.
         ///
+        /// On Linux, macOS and FreeBSD the OS's wait is keyed on the physical page
+        /// for such a cell. On Windows (`WaitOnAddress` is process-private) and on the
+        /// targets that park on a table of threads, a notifier in another process
+        /// cannot wake a parked waiter: there a shared cell's waiter sleeps at most
+        /// 1 ms per park and re-checks the value, so it sees another process's store
+        /// within a millisecond or so (Windows rounds up to its timer resolution,
+        /// 15.6 ms by default), and a notifier of its own process still wakes it at
+        /// once.
+        ///
         /// # Examples
         ///
         /// ```
@@ -343,7 +359,8 @@ impl WaitCell {
         &self.waiters.policy
     }
 
-    /// Whether parked waiters use process-shared futexes ([`WaitCell::new_shared`]).
+    /// Whether parked waiters use process-shared futexes ([`WaitCell::new_shared`];
+    /// on Windows and the parking-table targets, bounded sleeps instead).
     ///
     /// # Examples
     ///

@@ -133,10 +133,11 @@ pub(crate) fn light_notify() -> bool {
 /// runtime's garbage collector and folly's `asymmetricHeavyBarrier` rely on the same
 /// guarantee.
 ///
-/// Wine before 9.4 implements `FlushProcessWriteBuffers` as a no-op (a stub); under
-/// Wine this process therefore keeps the symmetric protocol (a `SeqCst` fence here, a
-/// full barrier in every notify), whatever the Wine version, since a program cannot
-/// tell a stub from a real barrier by calling it. The first call decides and every
+/// Wine implemented `FlushProcessWriteBuffers` as a no-op until 2024 (Wine 8.0,
+/// Debian 12's, logs `NtFlushProcessWriteBuffers stub` and returns); under Wine this
+/// process therefore keeps the symmetric protocol (a `SeqCst` fence here, a full
+/// barrier in every notify), whatever the Wine version, since a program cannot tell a
+/// stub from a real barrier by calling it. The first call decides and every
 /// waiter blocks on that one-time decision, so no waiter uses a mere fence once a
 /// notifier may take the light path.
 pub(crate) fn waiter_barrier() {
@@ -186,5 +187,16 @@ mod tests {
         assert_eq!(timeout_ms(NS_PER_MS + 1), 2);
         assert_eq!(timeout_ms(u64::from(INFINITE) * NS_PER_MS), INFINITE - 1);
         assert_eq!(timeout_ms(u64::MAX), INFINITE - 1);
+    }
+
+    /// `cargo xtask wine-test` sets `MWAIT_TEST_UNDER_WINE=1`; a run on Windows itself
+    /// leaves it unset. Under Wine the light path must stay off (see
+    /// `waiter_barrier`).
+    #[test]
+    fn wine_is_recognised_and_keeps_the_symmetric_barrier() {
+        let wine = std::env::var_os("MWAIT_TEST_UNDER_WINE").is_some();
+        assert_eq!(under_wine(), wine);
+        waiter_barrier();
+        assert_eq!(light_notify(), !wine && membarrier_wanted());
     }
 }
