@@ -166,29 +166,38 @@ fn find_tool(names: &[&str], fallback: &str) -> Res<PathBuf> {
     }
 }
 
-/// Builds every test binary of `mwait` for Windows; returns (target name, path).
+/// Builds every test binary of `mwait` for Windows, and `no_syscall` once more with
+/// the `test-counters` feature that it needs; returns (target name, path).
 fn build_windows_tests() -> Res<Vec<(String, PathBuf)>> {
-    let out = util::output(cargo().args([
-        "test",
-        "-p",
-        "mwait",
-        "--target",
-        WINDOWS_TARGET,
-        "--tests",
-        "--no-run",
-        "--message-format=json",
-    ]))?;
     let field = |line: &str, key: &str| -> Option<String> {
         let tag = format!("\"{key}\":\"");
         let i = line.find(&tag)? + tag.len();
         let j = line[i..].find('"')? + i;
         Some(line[i..j].to_string())
     };
-    let bins: Vec<(String, PathBuf)> = out
-        .lines()
-        .filter(|l| l.contains("\"reason\":\"compiler-artifact\""))
-        .filter_map(|l| Some((field(l, "name")?, PathBuf::from(field(l, "executable")?))))
-        .collect();
+    let mut bins: Vec<(String, PathBuf)> = Vec::new();
+    for (extra, label) in [
+        (&["--tests"][..], ""),
+        (
+            &["--features", "test-counters", "--test", "no_syscall"],
+            " (test-counters)",
+        ),
+    ] {
+        let out = util::output(
+            cargo()
+                .args(["test", "-p", "mwait", "--target", WINDOWS_TARGET])
+                .args(extra)
+                .args(["--no-run", "--message-format=json"]),
+        )?;
+        bins.extend(
+            out.lines()
+                .filter(|l| l.contains("\"reason\":\"compiler-artifact\""))
+                .filter_map(|l| {
+                    let name = field(l, "name")? + label;
+                    Some((name, PathBuf::from(field(l, "executable")?)))
+                }),
+        );
+    }
     for (name, exe) in &bins {
         println!("built {name}: {}", exe.display());
     }
