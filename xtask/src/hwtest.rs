@@ -21,10 +21,12 @@ pub fn run(_args: &[String]) -> Res {
     let bin = build_suite()?;
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let amd = cpuinfo.contains("AuthenticAMD");
+    // The kernel lists CPUID.8000_0001:ECX[29] (MONITORX) as `mwaitx`
+    // (X86_FEATURE_MWAITX); there is no `monitorx` flag.
     let monitorx_in_cpuid = cpuinfo
         .lines()
         .find(|l| l.starts_with("flags"))
-        .is_some_and(|l| l.split_whitespace().any(|f| f == "monitorx"));
+        .is_some_and(|l| l.split_whitespace().any(|f| f == "mwaitx"));
 
     ensure_apt(&["qemu-user-static"])?;
     let qemu = ["qemu-x86_64-static", "-cpu", "max"];
@@ -128,7 +130,16 @@ pub fn run(_args: &[String]) -> Res {
 /// Builds the suite and returns the test binary's path.
 fn build_suite() -> Res<PathBuf> {
     step("build the hardware-tier suite");
-    let out = util::output(cargo().args([
+    let out = util::output(&mut build_suite_command())?;
+    suite_executable(&out)
+        .ok_or_else(|| "cargo did not report the hw_tiers test binary".to_string())
+}
+
+/// The cargo command that builds the suite without running it and reports its
+/// executable (read it with [`suite_executable`]).
+pub fn build_suite_command() -> Command {
+    let mut c = cargo();
+    c.args([
         "test",
         "-p",
         "mwait",
@@ -136,15 +147,21 @@ fn build_suite() -> Res<PathBuf> {
         "hw_tiers",
         "--no-run",
         "--message-format=json",
-    ]))?;
-    out.lines()
-        .filter(|l| l.contains("\"name\":\"hw_tiers\""))
+    ]);
+    c
+}
+
+/// The suite's executable in the output of [`build_suite_command`].
+pub fn suite_executable(cargo_json: &str) -> Option<PathBuf> {
+    let target = "\"name\":\"hw_tiers\"";
+    cargo_json
+        .lines()
+        .filter(|l| l.contains(target))
         .find_map(|l| {
             let i = l.find("\"executable\":\"")? + "\"executable\":\"".len();
             let j = l[i..].find('"')? + i;
             Some(PathBuf::from(&l[i..j]))
         })
-        .ok_or_else(|| "cargo did not report the hw_tiers test binary".to_string())
 }
 
 /// Runs the suite (or one test) with `wrapper` (e.g. qemu-user) and `vars`.

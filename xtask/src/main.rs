@@ -6,6 +6,8 @@
 
 mod bench;
 mod codegen;
+mod dkms;
+mod hwreport;
 mod hwtest;
 mod ports;
 mod test;
@@ -20,7 +22,7 @@ usage: cargo xtask <command> [options]
 commands:
   test            everything CI runs: fmt, clippy, generated bindings, tests,
                   doctests, loom, docs, other targets, packaging, hardware-tier
-                  suites, VM tests, checkpatch
+                  suites, DKMS, VM tests, checkpatch
   stress [N]      long stress run with each tier forced (default 10^8 handoffs)
   bench [--quick] the benchmark suite; writes target/mwait-bench/report.md
   hw-test         the hardware tiers' suites (UMWAIT under qemu-user, MWAITX native)
@@ -28,7 +30,13 @@ commands:
                   runs them under Wine (installs wine64 and MinGW)
   cross-check     clippy and `cargo test --no-run` (link skipped) for macOS,
                   FreeBSD and NetBSD, clippy for Windows
+  hw-report [--no-bench]
+                  what this machine offers, the hardware tiers it offers put
+                  through their suites, and a quick bench, in one file to send:
+                  target/mwait-hw-report.md (and .json)
   vm-test         builds the kernel module, boots it in QEMU and runs the in-guest suite
+  dkms            builds and installs kmod/ with DKMS (kmod/dkms.conf) into a
+                  private tree, against the kernel headers vm-test uses
   checkpatch      the kernel's checkpatch.pl over kmod/ (module, uapi header, C test)
   codegen [--check]
                   regenerates crates/mwait-sys/src/bindings.rs from the uapi
@@ -51,7 +59,9 @@ fn main() -> ExitCode {
         "hw-test" => hwtest::run(rest),
         "wine-test" => ports::wine_test(rest),
         "cross-check" => ports::cross_check(rest),
+        "hw-report" => hwreport::run(rest),
         "vm-test" => vm::run_vm(rest),
+        "dkms" => dkms::run(rest),
         "checkpatch" => vm::checkpatch(rest),
         "codegen" => codegen::run(rest),
         "help" | "--help" | "-h" => {

@@ -98,6 +98,9 @@ pub fn run(args: &[String]) -> Res {
     step("hardware tiers: UMWAIT under qemu-user, MWAITX natively");
     crate::hwtest::run(&[])?;
 
+    step("kernel shim built and installed by DKMS (kmod/dkms.conf)");
+    crate::dkms::run(&[])?;
+
     step("kernel shim in a QEMU TCG guest");
     crate::vm::run_vm(&[])?;
 

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// The workspace root, found from this crate's manifest directory.
 pub fn project_root() -> PathBuf {
@@ -135,4 +136,178 @@ fn is_root() -> bool {
     output(Command::new("id").arg("-u"))
         .map(|s| s.trim() == "0")
         .unwrap_or(false)
+}
+
+/// What a command run by [`capture`] did: its exit, its output and how long it ran.
+#[derive(Debug, Clone, Default)]
+pub struct Captured {
+    /// The command line, for the record.
+    pub command: String,
+    /// How it ended, in words: `exit 0`, `exit 101`, `killed by signal 9`, `timed out
+    /// after 300 s`, `could not start: ...`.
+    pub status: String,
+    /// Whether it exited with code 0.
+    pub ok: bool,
+    /// Its standard output.
+    pub stdout: String,
+    /// Its standard error.
+    pub stderr: String,
+    /// Wall-clock seconds from start to exit (or to the kill).
+    pub secs: f64,
+}
+
+/// How often [`capture`] checks whether its child has exited.
+const CAPTURE_POLL_MS: u64 = 50;
+
+/// Runs `cmd` with its output captured, and kills it (with everything it started: it
+/// runs in a process group of its own) when it outlives `limit`. Never fails: a
+/// command that cannot start, fails or hangs is described in the result, so that a
+/// caller can record it and go on.
+pub fn capture(cmd: &mut Command, limit: Duration) -> Captured {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+
+    let command = describe(cmd);
+    let t0 = Instant::now();
+    let spawned = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            return Captured {
+                command,
+                status: format!("could not start: {e}"),
+                ..Captured::default()
+            }
+        }
+    };
+    let reader = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    };
+    let out = reader(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = reader(child.stderr.take().map(|p| Box::new(p) as _));
+    let mut timed_out = false;
+    let exit = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if t0.elapsed() >= limit => {
+                timed_out = true;
+                // The group id is the child's pid (process_group(0) above); killing the
+                // group also ends what it started (cargo's children, a test binary).
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{}", child.id())])
+                    .status();
+                break child.wait().ok();
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(CAPTURE_POLL_MS)),
+            Err(_) => break None,
+        }
+    };
+    let secs = t0.elapsed().as_secs_f64();
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    let code = if timed_out {
+        None
+    } else {
+        exit.and_then(|s| s.code())
+    };
+    let status = match (timed_out, exit) {
+        (true, _) => format!("timed out after {} s", limit.as_secs()),
+        (false, Some(s)) => match s.code() {
+            Some(c) => format!("exit {c}"),
+            None => {
+                use std::os::unix::process::ExitStatusExt;
+                format!("killed by signal {}", s.signal().unwrap_or(0))
+            }
+        },
+        (false, None) => "lost track of the process".to_string(),
+    };
+    Captured {
+        command,
+        ok: code == Some(0),
+        status,
+        stdout,
+        stderr,
+        secs,
+    }
+}
+
+/// The last `n` lines of `text`.
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// The kernel release of Debian's cloud kernel headers (`linux-headers-cloud-amd64`
+/// depends on `linux-headers-<release>`): the kernel the VM test boots and the DKMS
+/// check builds for.
+pub fn cloud_kernel_release() -> Res<String> {
+    let deps = output(Command::new("dpkg-query").args([
+        "-W",
+        "-f=${Depends}",
+        "linux-headers-cloud-amd64",
+    ]))?;
+    deps.split([',', ' '])
+        .find_map(|d| d.trim().strip_prefix("linux-headers-"))
+        .map(str::to_string)
+        .ok_or_else(|| format!("no linux-headers-<release> in the cloud headers' Depends: {deps}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_records_exit_status_and_output() {
+        let c = capture(
+            Command::new("sh").args(["-c", "echo out; echo err >&2; exit 3"]),
+            Duration::from_secs(60),
+        );
+        assert!(!c.ok);
+        assert_eq!(c.status, "exit 3");
+        assert_eq!(c.stdout, "out\n");
+        assert_eq!(c.stderr, "err\n");
+        let ok = capture(&mut Command::new("true"), Duration::from_secs(60));
+        assert!(ok.ok, "{}", ok.status);
+    }
+
+    #[test]
+    fn capture_kills_what_outlives_its_limit_and_survives_a_missing_program() {
+        // The child's own child (the sleep) holds the pipes too: the group kill must
+        // end it, or reading the output would wait for the whole sleep.
+        let c = capture(
+            Command::new("sh").args(["-c", "sleep 600 & wait"]),
+            Duration::from_millis(200),
+        );
+        assert!(!c.ok);
+        assert!(c.status.starts_with("timed out"), "{}", c.status);
+        assert!(c.secs < 600.0);
+        let missing = capture(
+            &mut Command::new("/nonexistent/program"),
+            Duration::from_secs(60),
+        );
+        assert!(
+            missing.status.starts_with("could not start"),
+            "{}",
+            missing.status
+        );
+    }
+
+    #[test]
+    fn tail_keeps_the_last_lines() {
+        assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(tail("a", 5), "a");
+        assert_eq!(tail("", 3), "");
+    }
 }

@@ -1,0 +1,289 @@
+//! `cargo xtask dkms`: builds and installs `kmod/` with DKMS, driven by
+//! `kmod/dkms.conf`, against Debian's cloud kernel headers (the kernel that
+//! `vm-test` boots), and checks what came out.
+//!
+//! Everything DKMS keeps lives under `target/dkms/`: `--sourcetree` (the copy of
+//! `kmod/` as `mwait-<version>`, as a user would put it in `/usr/src`),
+//! `--dkmstree` (DKMS's state and build area) and `--installtree` (where
+//! `dkms install` puts the module, instead of `/lib/modules`; `--no-depmod`, so
+//! the host's module index is untouched). DKMS signs every module it builds and
+//! creates its signing key in `/var/lib/dkms` when there is none, a path it
+//! takes from nowhere but `/etc/dkms/framework.conf`; a key made by this step
+//! is removed again. The checks: `dkms status` says installed, the built and the
+//! installed `.ko` exist, `modinfo` names the module and its vermagic is the
+//! headers' `UTS_RELEASE`, the installed copy sits at `DEST_MODULE_LOCATION`, and
+//! DKMS printed no "Deprecated" line about the dkms.conf.
+
+use crate::util::{self, capture, cloud_kernel_release, ensure_apt, project_root, step, Res};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Debian packages the step needs.
+const PACKAGES: &[&str] = &["dkms", "linux-headers-cloud-amd64", "gcc", "make"];
+
+/// The most one `dkms` command may take (a build takes a few seconds).
+const DKMS_LIMIT: Duration = Duration::from_secs(300);
+
+/// The signing key and certificate DKMS creates when they are missing.
+const MOK_FILES: [&str; 2] = ["/var/lib/dkms/mok.key", "/var/lib/dkms/mok.pub"];
+
+/// The fields of a `dkms.conf` that this step checks the result against.
+#[derive(Debug, PartialEq, Eq)]
+pub struct DkmsConf {
+    /// `PACKAGE_NAME`.
+    pub name: String,
+    /// `PACKAGE_VERSION`.
+    pub version: String,
+    /// `BUILT_MODULE_NAME[0]`.
+    pub module: String,
+    /// `DEST_MODULE_LOCATION[0]`.
+    pub dest: String,
+}
+
+/// Reads the plain `KEY="value"` assignments of a `dkms.conf` (DKMS sources the
+/// file as shell; ours uses no shell beyond quoted literals for these keys).
+pub fn parse_dkms_conf(text: &str) -> Res<DkmsConf> {
+    let get = |key: &str| -> Res<String> {
+        text.lines()
+            .filter_map(|l| l.trim().split_once('='))
+            .find(|(k, _)| k.trim() == key)
+            .map(|(_, v)| v.trim().trim_matches('"').to_string())
+            .ok_or_else(|| format!("dkms.conf sets no {key}"))
+    };
+    Ok(DkmsConf {
+        name: get("PACKAGE_NAME")?,
+        version: get("PACKAGE_VERSION")?,
+        module: get("BUILT_MODULE_NAME[0]")?,
+        dest: get("DEST_MODULE_LOCATION[0]")?,
+    })
+}
+
+/// The release string in a kernel headers tree's `utsrelease.h`
+/// (`#define UTS_RELEASE "6.1.0-56-cloud-amd64"`): what a module built against
+/// it must carry as the first word of its vermagic.
+pub fn parse_uts_release(header: &str) -> Option<String> {
+    header.lines().find_map(|l| {
+        let rest = l.trim().strip_prefix("#define UTS_RELEASE")?;
+        Some(rest.trim().trim_matches('"').to_string())
+    })
+}
+
+/// `cargo xtask dkms`.
+pub fn run(args: &[String]) -> Res {
+    if let Some(a) = args.first() {
+        return Err(format!("dkms takes no arguments, got `{a}`"));
+    }
+    let t0 = Instant::now();
+    step("dkms: packages");
+    ensure_apt(PACKAGES)?;
+    let root = project_root();
+    let conf = parse_dkms_conf(
+        &std::fs::read_to_string(root.join("kmod/dkms.conf"))
+            .map_err(|e| format!("kmod/dkms.conf: {e}"))?,
+    )?;
+    let kver = cloud_kernel_release()?;
+    let headers = PathBuf::from(format!("/usr/src/linux-headers-{kver}"));
+    let uts = std::fs::read_to_string(headers.join("include/generated/utsrelease.h"))
+        .ok()
+        .and_then(|h| parse_uts_release(&h))
+        .ok_or_else(|| format!("no UTS_RELEASE in {}", headers.display()))?;
+
+    let work = root.join("target/dkms");
+    let _ = std::fs::remove_dir_all(&work);
+    let src = work.join("src");
+    let tree = work.join("tree");
+    let inst = work.join("install");
+    let pkg_dir = src.join(format!("{}-{}", conf.name, conf.version));
+    for d in [&src, &tree, &inst.join(&kver)] {
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    util::run(
+        Command::new("cp")
+            .arg("-r")
+            .arg(root.join("kmod"))
+            .arg(&pkg_dir),
+    )?;
+
+    let keys_before: Vec<bool> = MOK_FILES.iter().map(|f| Path::new(f).exists()).collect();
+    let result = build_and_check(&conf, &kver, &uts, &headers, &src, &tree, &inst);
+    for (f, existed) in MOK_FILES.iter().zip(keys_before) {
+        if !existed && Path::new(f).exists() {
+            println!("removing {f}, which DKMS created for this build");
+            let _ = std::fs::remove_file(f);
+        }
+    }
+    result?;
+    let _ = std::fs::remove_dir_all(&work);
+    println!(
+        "dkms: {}/{} built, installed into the private tree and checked for {kver} in {:.1} s",
+        conf.name,
+        conf.version,
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// `dkms add`, `build`, `install` and `status` on the private trees, then the checks.
+fn build_and_check(
+    conf: &DkmsConf,
+    kver: &str,
+    uts: &str,
+    headers: &Path,
+    src: &Path,
+    tree: &Path,
+    inst: &Path,
+) -> Res {
+    let spec = format!("{}/{}", conf.name, conf.version);
+    let trees = [
+        format!("--dkmstree={}", tree.display()),
+        format!("--sourcetree={}", src.display()),
+        format!("--installtree={}", inst.display()),
+    ];
+    let mut log = String::new();
+    let mut dkms = |what: &str, extra: &[String]| -> Res<String> {
+        step(&format!("dkms {what}"));
+        let mut cmd = Command::new("dkms");
+        cmd.arg(what).args(extra).args(&trees);
+        let c = capture(&mut cmd, DKMS_LIMIT);
+        println!(
+            "$ {}\n{}{}({} in {:.1} s)",
+            c.command, c.stdout, c.stderr, c.status, c.secs
+        );
+        log.push_str(&c.stdout);
+        log.push_str(&c.stderr);
+        if c.ok {
+            Ok(c.stdout)
+        } else {
+            Err(format!("`{}` failed: {}", c.command, c.status))
+        }
+    };
+    let k = |s: &str| vec![s.to_string()];
+    let kernel = vec![
+        spec.clone(),
+        "-k".to_string(),
+        kver.to_string(),
+        format!("--kernelsourcedir={}", headers.display()),
+    ];
+    dkms("add", &k(&spec))?;
+    let built = dkms("build", &kernel);
+    if built.is_err() {
+        let make_log = tree
+            .join(&conf.name)
+            .join(&conf.version)
+            .join("build/make.log");
+        if let Ok(l) = std::fs::read_to_string(&make_log) {
+            println!("{}:\n{}", make_log.display(), util::tail(&l, 40));
+        }
+    }
+    built?;
+    let mut install = kernel.clone();
+    install.push("--no-depmod".to_string());
+    dkms("install", &install)?;
+    let status = dkms("status", &k(&spec))?;
+
+    step("dkms: checks");
+    let mut failures = Vec::new();
+    let mut check = |ok: bool, what: String| {
+        println!("{} {what}", if ok { "ok" } else { "not ok" });
+        if !ok {
+            failures.push(what);
+        }
+    };
+    check(
+        status
+            .lines()
+            .any(|l| l.contains(kver) && l.contains("installed")),
+        format!("dkms status says {spec} is installed for {kver}"),
+    );
+    let deprecated: Vec<&str> = log.lines().filter(|l| l.contains("Deprecated")).collect();
+    check(
+        deprecated.is_empty(),
+        format!("DKMS printed no deprecation about dkms.conf {deprecated:?}"),
+    );
+    let arch = std::env::consts::ARCH;
+    let ko = format!("{}.ko", conf.module);
+    let built_ko = tree
+        .join(&conf.name)
+        .join(&conf.version)
+        .join(kver)
+        .join(arch)
+        .join("module")
+        .join(&ko);
+    let installed_ko = inst
+        .join(kver)
+        .join(conf.dest.trim_start_matches('/'))
+        .join(&ko);
+    for (what, path) in [("built", &built_ko), ("installed", &installed_ko)] {
+        let exists = path.exists();
+        check(exists, format!("the {what} module is {}", path.display()));
+        if !exists {
+            continue;
+        }
+        let field = |f: &str| {
+            util::output(Command::new("modinfo").args(["-F", f]).arg(path))
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        };
+        let name = field("name");
+        check(
+            name == conf.module,
+            format!("modinfo names the {what} module `{name}`"),
+        );
+        let vermagic = field("vermagic");
+        check(
+            vermagic.split_whitespace().next() == Some(uts),
+            format!("the {what} module's vermagic `{vermagic}` starts with the headers' UTS_RELEASE {uts}"),
+        );
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("DKMS checks failed: {failures:?}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checked_in_dkms_conf_parses() {
+        let text = std::fs::read_to_string(project_root().join("kmod/dkms.conf")).unwrap();
+        let c = parse_dkms_conf(&text).unwrap();
+        assert_eq!(c.name, "mwait");
+        assert_eq!(c.module, "mwait");
+        assert!(c.dest.starts_with('/'), "{}", c.dest);
+        assert!(!c.version.is_empty());
+    }
+
+    #[test]
+    fn dkms_conf_fields_are_read_exactly() {
+        let c = parse_dkms_conf(
+            "PACKAGE_NAME=\"x\"\nPACKAGE_VERSION=\"1.2\"\n\
+             BUILT_MODULE_NAME[0]=\"y\"\nDEST_MODULE_LOCATION[0]=\"/extra\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c,
+            DkmsConf {
+                name: "x".into(),
+                version: "1.2".into(),
+                module: "y".into(),
+                dest: "/extra".into()
+            }
+        );
+        let missing = parse_dkms_conf("PACKAGE_NAME=\"x\"\n").unwrap_err();
+        assert!(missing.contains("PACKAGE_VERSION"), "{missing}");
+    }
+
+    #[test]
+    fn uts_release_is_read_from_the_header() {
+        let h = "/* generated */\n#define UTS_RELEASE \"6.1.0-56-cloud-amd64\"\n";
+        assert_eq!(
+            parse_uts_release(h).as_deref(),
+            Some("6.1.0-56-cloud-amd64")
+        );
+        assert_eq!(parse_uts_release("#define UTS_VERSION \"x\"\n"), None);
+    }
+}
