@@ -1,6 +1,7 @@
 //! The parts of a platform that has no process-wide barrier and tells nothing about
-//! CPUs or load: what every platform but Linux uses today (`yield_loop.rs`, the loom
-//! model), and a starting point for a new one.
+//! CPUs or load: what every platform but Linux uses (Windows takes the facts only, as
+//! it has a barrier of its own; the loom model takes all), and a starting point for a
+//! new one.
 
 use crate::primitive::{fence, Ordering};
 
