@@ -7,7 +7,7 @@
 //!
 //! | target | what runs |
 //! | --- | --- |
-//! | `x86_64-pc-windows-gnu` | clippy `-D warnings`; every test binary of `mwait`, executed under Wine |
+//! | `x86_64-pc-windows-gnu` | clippy `-D warnings`; docs `-D warnings`; every test binary of `mwait`, executed under Wine |
 //! | `aarch64-apple-darwin`, `x86_64-unknown-freebsd`, `x86_64-unknown-netbsd` | clippy `-D warnings` on all targets; `cargo test --no-run` with the final link skipped |
 //!
 //! No cross linker or system libraries for macOS and the BSDs exist on Debian, so
@@ -103,16 +103,31 @@ pub fn wine_test(args: &[String]) -> Res {
 }
 
 /// `cargo xtask cross-check`: clippy and `cargo test --no-run` (link skipped) for the
-/// targets no machine here runs, and clippy for Windows.
+/// targets no machine here runs, and clippy and the docs for Windows; prints how long
+/// it took.
 pub fn cross_check(args: &[String]) -> Res {
     if let Some(a) = args.first() {
         return Err(format!("cross-check takes no arguments, got `{a}`"));
     }
+    let t0 = Instant::now();
     ensure_rust_target(WINDOWS_TARGET)?;
     step(&format!(
         "clippy -D warnings, all targets, {WINDOWS_TARGET}"
     ));
     clippy(WINDOWS_TARGET)?;
+    step(&format!("docs -D warnings, {WINDOWS_TARGET}"));
+    util::run(
+        cargo()
+            .args([
+                "doc",
+                "-p",
+                "mwait",
+                "--no-deps",
+                "--target",
+                WINDOWS_TARGET,
+            ])
+            .env("RUSTDOCFLAGS", "-D warnings"),
+    )?;
     for (target, tier) in BUILT_ONLY {
         ensure_rust_target(target)?;
         step(&format!(
@@ -135,6 +150,11 @@ pub fn cross_check(args: &[String]) -> Res {
                 .env("SDKROOT", project_root().join("target")),
         )?;
     }
+    println!(
+        "cross-check: took {:.0} s ({WINDOWS_TARGET} and {} built-only targets)",
+        t0.elapsed().as_secs_f64(),
+        BUILT_ONLY.len()
+    );
     Ok(())
 }
 
@@ -143,6 +163,8 @@ fn clippy(target: &str) -> Res {
         "clippy",
         "-p",
         "mwait",
+        "-p",
+        "mwait-support",
         "--target",
         target,
         "--all-targets",
