@@ -18,21 +18,12 @@ use super::counters::{self, Counter};
 use crate::primitive::AtomicU32;
 use core::ffi::c_void;
 
-// No process-wide barrier (notifiers never take the light path, waiters fence), and
-// nothing the ladder reads about CPUs or load.
+// No process-wide barrier (notifiers never take the light path, waiters fence),
+// nothing the ladder reads about CPUs or load, and nothing to keep beside the word:
+// the kernel keys its waiters by address.
 pub(crate) use super::plain::{
-    current_cpu, light_notify, running_threads, usable_cpus, waiter_barrier, ThreadCpus,
+    current_cpu, light_notify, running_threads, usable_cpus, waiter_barrier, Queue, ThreadCpus,
 };
-
-/// Nothing to keep beside the word: the kernel keys its waiters by address.
-#[derive(Debug, Default)]
-pub(crate) struct Queue;
-
-impl Queue {
-    pub(crate) const fn new() -> Queue {
-        Queue
-    }
-}
 
 const NS_PER_S: u64 = 1_000_000_000;
 

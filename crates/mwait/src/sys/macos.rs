@@ -42,21 +42,12 @@ extern "C" {
     fn __ulock_wake(operation: u32, addr: *mut c_void, wake_value: u64) -> c_int;
 }
 
-// No process-wide barrier (notifiers never take the light path, waiters fence), and
-// nothing the ladder reads about CPUs or load.
+// No process-wide barrier (notifiers never take the light path, waiters fence),
+// nothing the ladder reads about CPUs or load, and nothing to keep beside the word:
+// the kernel keys its waiters by address.
 pub(crate) use super::plain::{
-    current_cpu, light_notify, running_threads, usable_cpus, waiter_barrier, ThreadCpus,
+    current_cpu, light_notify, running_threads, usable_cpus, waiter_barrier, Queue, ThreadCpus,
 };
-
-/// Nothing to keep beside the word: the kernel keys its waiters by address.
-#[derive(Debug, Default)]
-pub(crate) struct Queue;
-
-impl Queue {
-    pub(crate) const fn new() -> Queue {
-        Queue
-    }
-}
 
 type OsWaitFn = unsafe extern "C" fn(*mut c_void, u64, usize, u32) -> c_int;
 type OsWaitTimeoutFn = unsafe extern "C" fn(*mut c_void, u64, usize, u32, u32, u64) -> c_int;

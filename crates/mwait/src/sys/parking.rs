@@ -34,22 +34,12 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, Thread};
 use std::time::Duration;
 
-// No process-wide barrier (notifiers never take the light path, waiters fence), and
-// nothing the ladder reads about CPUs or load.
+// No process-wide barrier (notifiers never take the light path, waiters fence),
+// nothing the ladder reads about CPUs or load, and nothing to keep beside the word:
+// the global table keys waiters by address (see the module docs).
 pub(crate) use super::plain::{
-    current_cpu, light_notify, running_threads, usable_cpus, waiter_barrier, ThreadCpus,
+    current_cpu, light_notify, running_threads, usable_cpus, waiter_barrier, Queue, ThreadCpus,
 };
-
-/// Nothing to keep beside the word: the global table keys waiters by address (see the
-/// module docs).
-#[derive(Debug, Default)]
-pub(crate) struct Queue;
-
-impl Queue {
-    pub(crate) const fn new() -> Queue {
-        Queue
-    }
-}
 
 /// How many queues the table has; a power of two. Waiters on different words rarely
 /// share one, and sharing one costs only a longer scan under its lock.

@@ -16,6 +16,17 @@ pub(crate) fn waiter_barrier() {
     fence(Ordering::SeqCst);
 }
 
+/// Nothing to keep beside the word: for a platform whose OS call (or table) keys
+/// sleepers by address.
+#[derive(Debug, Default)]
+pub(crate) struct Queue;
+
+impl Queue {
+    pub(crate) const fn new() -> Queue {
+        Queue
+    }
+}
+
 /// Unknown here.
 #[inline]
 pub(crate) fn current_cpu() -> u32 {

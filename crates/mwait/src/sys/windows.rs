@@ -29,18 +29,9 @@ use windows_sys::Win32::System::Threading::{
     FlushProcessWriteBuffers, WaitOnAddress, WakeByAddressAll, WakeByAddressSingle, INFINITE,
 };
 
-// Windows tells nothing the ladder reads about CPUs or load here.
-pub(crate) use super::plain::{current_cpu, running_threads, usable_cpus, ThreadCpus};
-
-/// Nothing to keep beside the word: Windows keys its waiters by address.
-#[derive(Debug, Default)]
-pub(crate) struct Queue;
-
-impl Queue {
-    pub(crate) const fn new() -> Queue {
-        Queue
-    }
-}
+// Windows tells nothing the ladder reads about CPUs or load here, and there is
+// nothing to keep beside the word: Windows keys its waiters by address.
+pub(crate) use super::plain::{current_cpu, running_threads, usable_cpus, Queue, ThreadCpus};
 
 /// The longest one `WaitOnAddress` may sleep on a process-shared cell, since a
 /// notifier in another process cannot wake it (see the module docs).
