@@ -12,9 +12,6 @@ pub(crate) use super::plain::{
     current_cpu, light_notify, prepare, running_threads, usable_cpus, waiter_barrier, ThreadCpus,
 };
 
-/// The model futex parks: the park tier is exercised.
-pub(crate) const HAS_FUTEX: bool = true;
-
 /// The sleep queue of one cell: how many threads sleep in it, and the wake-ups
 /// granted to them and not yet taken, under one mutex (the kernel's bucket lock).
 /// A wake of `n` grants `min(n, sleepers - granted)` tickets; a sleeper returns only
