@@ -1,12 +1,12 @@
 //! One test per finding of issue 15 ("sound from every safe call, whole after every
-//! panic"), each named after its finding. Each is ignored while its finding stands
-//! and fails when run (`cargo test -p mwait --test soundness --features test-counters
-//! -- --ignored`); the fix of a finding removes its `#[ignore]`.
+//! panic"), each named after its finding. Each failed before its finding was fixed
+//! (the comment above each says how); 6 and 9 need `--features test-counters`.
 //!
 //! Cases that would take the test harness down (SIGILL, `fork`, a seccomp filter
 //! that parks a thread for good) run in a child process: the test re-runs its own
-//! binary with only itself selected (`support::run_child`). Cases that hang today
-//! run under a watchdog, so that they fail instead of stalling the run.
+//! binary with only itself selected (`support::run_child`). Cases that hung before
+//! their fix run under a watchdog, so that a regression fails instead of stalling the
+//! run.
 //!
 //! Findings that the public API cannot reach from outside are tested in part here
 //! (see each test's comment for what stays for a unit test inside the crate).
@@ -236,10 +236,10 @@ fn finding_2_async_wait_on_a_shared_cell_neither_hangs_nor_faults() {
 }
 
 // Finding 3: a predicate that panics in the re-check made after the waiter announced
-// its park must not leave the announcement behind. Today `parked_waiters()` stays 1
-// with nobody waiting. (The same leak through the `assert!` in the waiter barrier and
-// the debug assertion in the futex wait needs an injected failure: a unit test in
-// the crate's sys layer, once it has a seam for the system calls.)
+// its park must not leave the announcement behind. Before the fix (a drop guard in
+// the park half) `parked_waiters()` stayed 1 with nobody waiting. (The same leak
+// through the `assert!` in the waiter barrier and a failing futex wait needs an
+// injected failure: unit tests in protocol.rs, through sys/linux.rs's injection.)
 #[test]
 fn finding_3_a_panicking_predicate_leaves_no_parked_waiter() {
     let _g = serial();
@@ -271,9 +271,9 @@ impl Wake for PanickingWaker {
 }
 
 // Finding 4: a waker that panics when woken must not strand the other wakers taken in
-// the same batch. Today the notifier's loop unwinds at the first one and the rest are
-// dropped unwoken. (The other half of the finding, wakers cloned and dropped under
-// the registry lock, is `tokio_4129_*` in conformance.rs.)
+// the same batch. Before the fix the notifier's loop unwound at the first one and the
+// rest were dropped unwoken. (The other half of the finding, wakers cloned and
+// dropped under the registry lock, is `tokio_4129_*` in conformance.rs.)
 #[test]
 fn finding_4_a_panicking_waker_does_not_strand_its_batch() {
     let _g = serial();
@@ -294,7 +294,8 @@ fn finding_4_a_panicking_waker_does_not_strand_its_batch() {
 
 // Finding 5: `notify_one` must not starve an armed future while another keeps
 // re-arming. Two futures, ten `notify_one`s, the woken one re-polled (re-armed) after
-// each, as its task would: both must be woken. Today the lowest slot takes all ten.
+// each, as its task would: both must be woken. Before the fix the lowest slot took
+// all ten.
 #[test]
 fn finding_5_notify_one_does_not_starve_an_armed_future() {
     const NOTIFIES: usize = 10;
@@ -330,8 +331,8 @@ fn membarrier_off() -> bool {
 }
 
 // Finding 6: re-polling a pending future with the same waker must not run
-// `membarrier` each time (parks skip it with the FENCED bit; arming does not). Today
-// 100 re-polls make 100 calls. Needs `--features test-counters`.
+// `membarrier` each time (arming follows the FENCED rule of parks). Before the fix
+// 100 re-polls made 100 calls. Needs `--features test-counters`.
 #[cfg(feature = "test-counters")]
 #[test]
 fn finding_6_repolls_do_not_run_membarrier_each_time() {
@@ -420,9 +421,9 @@ fn install_seccomp(nr: libc::c_long, arg1: Option<u32>, action: u32) {
 
 // Finding 7: a futex wait that fails with an errno the ladder does not expect (here
 // ENOSYS, as under a seccomp policy; the same path as the EINVAL of a far deadline
-// with a 32-bit `time_t`) must neither panic nor spin until its deadline. Today a
-// debug build panics ("futex wait failed: Some(38)") and a release build loops on
-// the failing call for the whole 200 ms, re-checking the predicate tens of
+// with a 32-bit `time_t`) must neither panic nor spin until its deadline. Before the
+// fix a debug build panicked ("futex wait failed: Some(38)") and a release build
+// looped on the failing call for the whole 200 ms, re-checking the predicate tens of
 // thousands of times. A waiter that sleeps (or gives up) re-checks it a handful of
 // times; the bound below allows one re-check per 200 µs. The filter fails only
 // process-shared FUTEX_WAIT_BITSET, which std never uses, on one thread. (The
@@ -528,8 +529,8 @@ fn finding_8_fork_during_registration_leaves_the_child_able_to_park() {
 // Finding 9: `Barrier::wait` must wake the parked parties once per generation (the
 // last arrival's release), not on every arrival. Four parties on the park tier, the
 // first three arriving one by one while the earlier ones are parked: each
-// generation may make one futex wake. Today every arrival after the first wakes the
-// parked ones, and the parties re-park. Needs `--features test-counters`.
+// generation may make one futex wake. Before the fix every arrival after the first
+// woke the parked ones, and the parties re-parked. Needs `--features test-counters`.
 #[cfg(feature = "test-counters")]
 #[test]
 fn finding_9_barrier_wakes_once_per_generation() {
