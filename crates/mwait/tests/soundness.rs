@@ -116,6 +116,7 @@ fn finding_1_select_on_foreign_capabilities_executes_nothing() {
         return;
     }
     let mut caps = Capabilities::detect().clone();
+    let foreign = if caps.waitpkg { "mwaitx" } else { "umwait" };
     if !caps.waitpkg {
         caps.waitpkg = true;
     } else if !caps.monitorx {
@@ -133,6 +134,23 @@ fn finding_1_select_on_foreign_capabilities_executes_nothing() {
         planned.map(|s| (s.backend, s.reason)),
         "select on foreign capabilities is plan"
     );
+    // The same instruction forced past this CPU's own CPUID by a struct field, not by
+    // the operator's environment: planned only as well.
+    if std::env::var("MWAIT_UNSAFE_FORCE").is_err() {
+        let env = EnvConfig {
+            backend: Some(foreign.into()),
+            unsafe_force: true,
+            ..EnvConfig::default()
+        };
+        let detected = Capabilities::detect();
+        let r = mwait::select(detected, &env);
+        println!("select with unsafe_force from code returned {r:?}");
+        assert_eq!(
+            r.map(|s| (s.backend, s.reason)),
+            mwait::plan(detected, &env).map(|s| (s.backend, s.reason)),
+            "unsafe_force set in code is plan"
+        );
+    }
 }
 
 /// The shared page of finding 2: a process-shared cell and a stage word.
