@@ -61,7 +61,7 @@ impl OsFacts {
     pub fn read() -> OsFacts {
         OsFacts {
             umwait_control: read_umwait_control(),
-            dev_mwait: std::path::Path::new("/dev/mwait").exists(),
+            dev_mwait: sys::host::exists("/dev/mwait"),
             usable_cpus: usable_cpus(),
         }
     }
@@ -178,7 +178,9 @@ impl Capabilities {
     pub fn offers(&self, backend: Backend) -> bool {
         match backend {
             Backend::Spin => true,
-            Backend::Futex => sys::HAS_FUTEX,
+            // Every platform's park tier sleeps (futex on Linux, the OS's own call
+            // or a table of parked threads elsewhere: `sys/`).
+            Backend::Futex => true,
             Backend::Umwait => sys::HAS_X86_WAITS && self.waitpkg,
             Backend::Mwaitx => sys::HAS_X86_WAITS && self.monitorx,
             Backend::Kernel => sys::HAS_DEV_MWAIT && self.monitor_mwait && self.dev_mwait,
@@ -322,7 +324,7 @@ impl Capabilities {
 
     /// This CPU's capabilities.
     fn native(os: OsFacts) -> Capabilities {
-        Capabilities::from_cpuid(raw_cpuid::CpuIdReaderNative, os)
+        Capabilities::from_cpuid(sys::cpuid::native_reader(), os)
     }
 }
 
@@ -338,8 +340,7 @@ const UMWAIT_CONTROL: &str = "/sys/devices/system/cpu/umwait_control";
 
 fn read_umwait_control() -> Option<UmwaitControl> {
     let read = |f: &str| -> Option<u64> {
-        std::fs::read_to_string(format!("{UMWAIT_CONTROL}/{f}"))
-            .ok()?
+        sys::host::read(&format!("{UMWAIT_CONTROL}/{f}"))?
             .trim()
             .parse()
             .ok()
@@ -357,13 +358,24 @@ pub(crate) fn usable_cpus() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
+impl Capabilities {
+    /// Whether these are this CPU's own capabilities, as [`Capabilities::detect`]
+    /// found them (the fields are public: a caller may build or edit any).
+    pub(crate) fn are_this_cpus(&self) -> bool {
+        let detected = Capabilities::detect();
+        std::ptr::eq(self, detected) || self == detected
+    }
+}
+
+/// The capability tokens' proof: an instruction is reported only when these
+/// capabilities are this CPU's detected ones, never on the word of a caller's copy.
 impl CpuidWaits for Capabilities {
     fn waitpkg(&self) -> bool {
-        self.waitpkg
+        self.waitpkg && self.are_this_cpus()
     }
 
     fn monitorx(&self) -> bool {
-        self.monitorx
+        self.monitorx && self.are_this_cpus()
     }
 }
 

@@ -73,6 +73,8 @@ pub struct EnvConfig {
     /// `MWAIT_UNSAFE_FORCE=1`: a *test-only* override that lets `MWAIT_BACKEND` force a
     /// hardware backend that CPUID does not offer. Executing an instruction the CPU
     /// lacks raises SIGILL; use it only where the instruction is known to execute.
+    /// [`select`] honours it only when the process's environment has
+    /// `MWAIT_UNSAFE_FORCE=1` as well (else it only plans).
     pub unsafe_force: bool,
 }
 
@@ -170,11 +172,9 @@ fn parse_disable(s: Option<&str>) -> Result<Vec<Backend>, SelectError> {
 /// ```
 /// use mwait::{plan, Backend, Capabilities, EnvConfig};
 /// let env = EnvConfig { backend: Some("futex".into()), ..EnvConfig::default() };
-/// # if cfg!(target_os = "linux") {
 /// let sel = plan(Capabilities::detect(), &env).unwrap();
 /// assert_eq!(sel.backend, Backend::Futex);
 /// assert!(sel.forced);
-/// # }
 /// ```
 pub fn plan(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectError> {
     let disabled = parse_disable(env.disable.as_deref())?;
@@ -246,7 +246,7 @@ pub fn plan(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectErr
                 Backend::Futex => "no hardware wait is offered (no WAITPKG, no MONITORX, \
                                    no usable /dev/mwait)"
                     .to_string(),
-                _ => "no futex on this OS and no hardware wait".to_string(),
+                _ => "no hardware wait, and parking is turned off".to_string(),
             }
         } else {
             let list: Vec<String> = rejected.iter().map(|(b, e)| format!("{b}: {e}")).collect();
@@ -267,6 +267,15 @@ pub fn plan(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectErr
 /// forced, replaced by the best non-hardware ladder, with the reason in
 /// [`Selection::demoted`] and [`Selection::reason`].
 ///
+/// Only this CPU's own capabilities (equal to [`Capabilities::detect`]) build a tier.
+/// Capabilities that differ from them (a recorded dump of another CPU, or a copy
+/// with a field changed) are only planned: `select` then returns what [`plan`]
+/// returns, and no instruction runs, no device is opened, no self-test is made.
+/// Executing an instruction on the word of such capabilities could fault on a CPU
+/// that lacks it. For the same reason an `env` with [`EnvConfig::unsafe_force`] set
+/// is only planned unless this process's own environment has
+/// `MWAIT_UNSAFE_FORCE=1`.
+///
 /// # Examples
 ///
 /// ```
@@ -275,6 +284,12 @@ pub fn plan(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectErr
 /// println!("{}: {}", sel.backend, sel.reason);
 /// ```
 pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectError> {
+    // A caller's `unsafe_force` counts only when the process's environment, set by
+    // its operator, says so too: a struct field set in safe code must not let an
+    // instruction past CPUID.
+    if !caps.are_this_cpus() || (env.unsafe_force && !EnvConfig::from_env().unsafe_force) {
+        return plan(caps, env);
+    }
     let mut env = env.clone();
     let mut demoted: Option<(Backend, String)> = None;
     let mut failed: Vec<(Backend, String)> = Vec::new();
@@ -330,8 +345,7 @@ fn missing_reason(caps: &Capabilities, b: Backend) -> String {
         Backend::Mwaitx => "CPUID.8000_0001:ECX[29] MONITORX is 0".into(),
         Backend::Kernel if !caps.monitor_mwait => "CPUID.1:ECX[3] MONITOR is 0".into(),
         Backend::Kernel => "/dev/mwait does not exist (load kmod/mwait.ko)".into(),
-        Backend::Futex => "futex exists only on Linux".into(),
-        Backend::Spin => "always offered".into(),
+        Backend::Futex | Backend::Spin => "always offered".into(),
     }
 }
 

@@ -6,20 +6,26 @@
 //! | file | target | park | waiter barrier |
 //! | --- | --- | --- | --- |
 //! | `linux.rs` | Linux | futex | `membarrier`, else a fence |
-//! | `yield_loop.rs` | every other target | a `sched_yield` loop (never sleeps) | a fence |
+//! | `windows.rs` | Windows 8+ | `WaitOnAddress` / `WakeByAddress*` | `FlushProcessWriteBuffers` (not under Wine), else a fence |
+//! | `macos.rs` | macOS | `os_sync_wait_on_address` (14.4+), else `__ulock_wait` | a fence |
+//! | `freebsd.rs` | FreeBSD | `_umtx_op(UMTX_OP_WAIT_UINT)` | a fence |
+//! | `parking.rs` | every other target | a table of parked threads on std `park` / `unpark` | a fence |
 //! | `loom.rs` | `--cfg loom` | a mutex and a condvar per cell | a fence |
 //!
 //! A platform file provides the items of [`park`] (with the contract written there),
 //! and the few facts the ladder reads about the machine: [`current_cpu`],
-//! [`running_threads`], [`usable_cpus`] and [`HAS_FUTEX`] (and `ThreadCpus`, the
-//! affinity control of the hardware self-test). To add a platform, write its
-//! file with those items and add its line to the dispatch below.
+//! [`running_threads`] and [`usable_cpus`] (and `ThreadCpus`, the affinity control of
+//! the hardware self-test). Every platform's park tier sleeps, so the `Futex` ladder
+//! (spin, then park) is offered on every target. To add a platform, write its file
+//! with those items and add its line to the dispatch below.
 //!
 //! The x86-64 instructions and their capability tokens are `x86_64.rs` (with stand-ins
 //! in `no_x86.rs`, whose tokens cannot be built, elsewhere); the `/dev/mwait` calls
 //! are `dev_mwait.rs` (Linux on x86-64 only, `no_dev_mwait.rs` elsewhere); the clock
-//! is `clock.rs`; the process's CPU count from the cgroup files `cpus.rs`; the counters of the `test-counters` feature are `counters.rs`;
-//! RDTSC and the TSC rate are `tsc.rs`, shared CPUID decoding `cpuid.rs`; `plain.rs`
+//! is `clock.rs`; the counters of the `test-counters` feature are `counters.rs`;
+//! RDTSC and the TSC rate are `tsc.rs`, shared CPUID decoding (and this CPU's CPUID
+//! reader) `cpuid.rs`; reads of the host's files `host.rs`; the process's CPU count
+//! from the cgroup files (pure parsers) `cpus.rs`; `plain.rs`
 //! has the parts of a platform without a process-wide barrier; `contract.rs` the types
 //! the platform files share with the layers above.
 
@@ -30,21 +36,46 @@ pub(crate) mod clock;
 // The cgroup and CPU-list parsers; only the Linux platform reads those files.
 #[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
 mod cpus;
+pub(crate) mod host;
 // The loom model counts nothing.
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) mod counters;
-#[cfg(any(loom, not(target_os = "linux")))]
+#[cfg(any(loom, test, not(target_os = "linux")))]
+// Each platform takes the parts it lacks (Windows has a barrier of its own, the loom
+// model a queue; on Linux only the fallback table's tests use it): the rest go unused.
+#[allow(dead_code)]
 mod plain;
 
 #[cfg(all(target_os = "linux", not(loom)))]
 #[path = "linux.rs"]
 mod platform;
-#[cfg(all(not(target_os = "linux"), not(loom)))]
-#[path = "yield_loop.rs"]
+#[cfg(all(windows, not(loom)))]
+#[path = "windows.rs"]
+mod platform;
+#[cfg(all(target_os = "macos", not(loom)))]
+#[path = "macos.rs"]
+mod platform;
+#[cfg(all(target_os = "freebsd", not(loom)))]
+#[path = "freebsd.rs"]
+mod platform;
+#[cfg(not(any(
+    target_os = "linux",
+    windows,
+    target_os = "macos",
+    target_os = "freebsd",
+    loom
+)))]
+#[path = "parking.rs"]
 mod platform;
 #[cfg(loom)]
 #[path = "loom.rs"]
 mod platform;
+
+// The fallback table runs its unit tests on Linux too, where they can be executed;
+// there it is not the platform, so the items it provides as one go unused.
+#[cfg(all(test, target_os = "linux", not(loom)))]
+#[allow(dead_code, unused_imports)]
+mod parking;
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod cpuid;
@@ -66,7 +97,10 @@ pub(crate) mod dev_mwait;
 
 #[cfg(not(loom))]
 pub(crate) use no_model::{model_hardware, ModelHardware};
-pub(crate) use platform::{current_cpu, running_threads, usable_cpus, ThreadCpus, HAS_FUTEX};
+/// The failures unit tests inject into system calls (Linux's membarrier and futex).
+#[cfg(all(test, target_os = "linux", not(loom)))]
+pub(crate) use platform::inject;
+pub(crate) use platform::{current_cpu, running_threads, usable_cpus, ThreadCpus};
 #[cfg(loom)]
 pub(crate) use platform::{model_hardware, ModelHardware};
 
@@ -120,13 +154,15 @@ pub(crate) const HAS_DEV_MWAIT: bool = dev_mwait::AVAILABLE;
 /// - [`waiter_barrier`]: the waiter's half of the barrier between announcing a
 ///   sleeper and re-checking the word (see `protocol.rs`): a `SeqCst` fence at
 ///   least; something heavier (`membarrier`) where [`light_notify`] can return true.
+/// - [`prepare`]: settles the one-time set-up of [`waiter_barrier`] (`membarrier`
+///   registration), so that a child of `fork()` never finds it half done.
 /// - [`light_notify`]: whether notifiers may order their store before their look at
 ///   the sleeper count with a compiler barrier alone. It may return true only after
 ///   every later [`waiter_barrier`] is a process-wide barrier (every CPU running a
 ///   thread of this process executes a full barrier before it returns).
 pub(crate) mod park {
     pub(crate) use super::contract::Parked;
-    pub(crate) use super::platform::{light_notify, wait, waiter_barrier, wake, Queue};
+    pub(crate) use super::platform::{light_notify, prepare, wait, waiter_barrier, wake, Queue};
 
     /// `wake`'s `n` for "every sleeper".
     pub(crate) const ALL: u32 = u32::MAX;
