@@ -13,7 +13,10 @@
 //! thread just handed off to a parked partner, whether spinning can help, whether it
 //! spun, when the hardware tier began, whether it slept. The spin tier updates the
 //! cell's score as soon as it knows; the rest is learned once, where the wait ends.
-//! Per-cell learning is `adapt.rs`; the process-wide "can spinning help" is `load.rs`.
+//! Per-cell learning is `adapt.rs`; the process-wide "can spinning help" is `load.rs`;
+//! the process-wide wake-up and spin-round estimates, and the rule that sizes the
+//! budgets from them, `estimate.rs`; the counts of how waits ended (taken in [`end`],
+//! the spin tier and the hardware tier) `stats.rs`.
 
 pub(crate) mod adapt;
 pub(crate) mod estimate;
