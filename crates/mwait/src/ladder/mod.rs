@@ -458,8 +458,9 @@ mod tests {
     }
 
     /// Runs the hardware tier on a fresh cell holding 0 with `hw`, until `target`.
-    /// Returns what the tier returned and whether it recorded its start.
-    fn run_hardware_tier(hw: &SimulatedMonitor, target: u32) -> (Option<u32>, bool) {
+    /// Returns what the tier returned, whether it recorded its start, and how many
+    /// spurious returns it counted.
+    fn run_hardware_tier(hw: &SimulatedMonitor, target: u32) -> (Option<u32>, bool, u64) {
         let (line, sleepers, adapt, stats) = (
             MonitorLine::new(0, false),
             Sleepers::new(false),
@@ -483,7 +484,7 @@ mod tests {
         };
         let mut c = Climb::start(cell, pol, None);
         let r = hardware_tier(&mut c, hw, &mut |v| v == target);
-        (r, c.hw_start.is_some())
+        (r, c.hw_start.is_some(), stats.snapshot().spurious_hardware)
     }
 
     fn monitor(store_at: u32, value: u32, wake: HwWake) -> SimulatedMonitor {
@@ -498,7 +499,11 @@ mod tests {
     #[test]
     fn the_hardware_tier_rechecks_after_every_episode() {
         let hw = monitor(3, 7, HwWake::Woken);
-        assert_eq!(run_hardware_tier(&hw, 7), (Some(7), true));
+        assert_eq!(
+            run_hardware_tier(&hw, 7),
+            (Some(7), true, 2),
+            "two episodes woke with the value unchanged"
+        );
         assert_eq!(
             hw.episodes.get(),
             3,
@@ -509,12 +514,13 @@ mod tests {
     #[test]
     fn a_monitor_that_yields_sends_the_wait_on_to_park() {
         let hw = monitor(u32::MAX, 0, HwWake::Yield);
-        assert_eq!(run_hardware_tier(&hw, 1), (None, true));
+        assert_eq!(run_hardware_tier(&hw, 1), (None, true, 0));
         assert_eq!(hw.episodes.get(), 1);
     }
 
     #[test]
-    fn only_a_timeout_reads_as_timed_out() {
+    fn only_a_timeout_reads_as_timed_out_and_end_counts_every_wait_but_the_first_look() {
+        let stats = CellStats::new();
         for ended in [
             Ended::Entry,
             Ended::Inline,
@@ -525,13 +531,16 @@ mod tests {
             Ended::AtDeadline,
         ] {
             let o = Outcome::before_ladder(5, ended);
-            assert_eq!(
-                end(&CellStats::new(), o).result(),
-                WaitResult::Ready(5),
-                "{ended:?}"
-            );
+            assert_eq!(end(&stats, o).result(), WaitResult::Ready(5), "{ended:?}");
         }
         let o = Outcome::before_ladder(5, Ended::TimedOut);
-        assert_eq!(o.result(), WaitResult::TimedOut(5));
+        assert_eq!(end(&stats, o).result(), WaitResult::TimedOut(5));
+        let s = stats.snapshot();
+        // Entry is no wait; the yield rounds and a park that met its deadline as the
+        // value arrived count as parks.
+        assert_eq!(
+            (s.inline_spin, s.spin, s.hardware, s.park, s.timeout),
+            (1, 1, 1, 3, 1)
+        );
     }
 }
