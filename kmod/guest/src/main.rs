@@ -195,7 +195,7 @@ fn selftest_verdict() -> ! {
         (Backend::Kernel, None) => (true, format!("kept: {}", sel.reason)),
         (_, Some((Backend::Kernel, why))) => (
             why.contains("self-test") && why.contains("check ("),
-            format!("demoted: {why}"),
+            why.clone(),
         ),
         _ => (false, format!("{}: {}", sel.backend, sel.reason)),
     };
