@@ -61,6 +61,27 @@ fn wait(
     )
 }
 
+/// A wait on `cell` until it holds `target`, through the ladder with `hw` and no
+/// deadline, on a thread of its own while `writer` runs on this one.
+fn wait_on_a_thread(
+    cell: &WaitCell,
+    hw: &SimMonitor,
+    hw_ns: u64,
+    target: u32,
+    writer: impl FnOnce(),
+) -> Outcome {
+    thread::scope(|s| {
+        let waiter = s.spawn(|| wait(cell, hw, hw_ns, None, |v| v == target));
+        writer();
+        waiter.join().unwrap()
+    })
+}
+
+/// Whether `hw` ran at least `n` episodes.
+fn ran_episodes(hw: &SimMonitor, n: u64) -> bool {
+    hw.episodes.load(Ordering::Relaxed) >= n
+}
+
 #[test]
 fn simulated_monitor_ladder_honours_the_deadline() {
     let cell = WaitCell::new(0);
@@ -76,18 +97,14 @@ fn simulated_monitor_ladder_honours_the_deadline() {
         took < NO_HANG,
         "the deadline, not the 60 s hardware budget, ends the wait ({took:?})"
     );
-    assert!(
-        hw.episodes.load(Ordering::Relaxed) > 0,
-        "the hardware tier ran"
-    );
+    assert!(ran_episodes(&hw, 1), "the hardware tier ran");
 }
 
 #[test]
 fn simulated_monitor_ladder_hands_over_to_park_when_the_budget_ends() {
     let cell = WaitCell::new(0);
     let hw = SimMonitor::real();
-    let o = thread::scope(|s| {
-        let waiter = s.spawn(|| wait(&cell, &hw, 2_000_000, None, |v| v == 1));
+    let o = wait_on_a_thread(&cell, &hw, 2_000_000, 1, || {
         let t0 = Instant::now();
         while cell.waiter().line.parked() == 0 {
             assert!(t0.elapsed() < NO_HANG, "the waiter never parked");
@@ -97,15 +114,11 @@ fn simulated_monitor_ladder_hands_over_to_park_when_the_budget_ends() {
         // usually has to wake it (whether it did is printed, not asserted).
         thread::sleep(Duration::from_millis(20));
         cell.store(1);
-        waiter.join().unwrap()
     });
     println!("handed over to park; slept in the kernel: {}", o.slept);
     assert_eq!(o.result(), WaitResult::Ready(1));
     assert_eq!(o.ended, Ended::Park);
-    assert!(
-        hw.episodes.load(Ordering::Relaxed) > 0,
-        "the hardware tier ran"
-    );
+    assert!(ran_episodes(&hw, 1), "the hardware tier ran");
 }
 
 #[test]
@@ -114,18 +127,16 @@ fn simulated_monitor_ladder_hides_early_returns() {
     // the predicate rejects: the wait must return only the one it accepts.
     let cell = WaitCell::new(0);
     let hw = SimMonitor::real().early_every(2);
-    let o = thread::scope(|s| {
-        let waiter = s.spawn(|| wait(&cell, &hw, LONG_HW_BUDGET_NS, None, |v| v == 3));
+    let o = wait_on_a_thread(&cell, &hw, LONG_HW_BUDGET_NS, 3, || {
         for v in 1..=3 {
             thread::sleep(Duration::from_millis(5));
             cell.store(v);
         }
-        waiter.join().unwrap()
     });
     assert_eq!(o.result(), WaitResult::Ready(3));
     assert_eq!(o.ended, Ended::Hardware);
     assert!(
-        hw.episodes.load(Ordering::Relaxed) >= 4,
+        ran_episodes(&hw, 4),
         "early returns and rejected values each cost an episode"
     );
 }
@@ -137,25 +148,20 @@ fn simulated_monitor_ladder_rearms_after_capped_episodes() {
     let cap_ns = 1_000_000;
     let cell = WaitCell::new(0);
     let hw = SimMonitor::real().with_cap(cap_ns);
-    let o = thread::scope(|s| {
-        let waiter = s.spawn(|| wait(&cell, &hw, LONG_HW_BUDGET_NS, None, |v| v == 1));
+    let o = wait_on_a_thread(&cell, &hw, LONG_HW_BUDGET_NS, 1, || {
         thread::sleep(Duration::from_millis(20));
         cell.store(1);
-        waiter.join().unwrap()
     });
     assert_eq!(o.result(), WaitResult::Ready(1));
     assert_eq!(o.ended, Ended::Hardware);
-    assert!(
-        hw.episodes.load(Ordering::Relaxed) >= 2,
-        "a capped episode cannot last 20 ms"
-    );
+    assert!(ran_episodes(&hw, 2), "a capped episode cannot last 20 ms");
 
     let hw = SimMonitor::real().with_cap(cap_ns);
     let deadline = Instant::now() + Duration::from_millis(10);
     let o = wait(&cell, &hw, LONG_HW_BUDGET_NS, Some(deadline), |v| v == 2);
     assert_eq!(o.result(), WaitResult::TimedOut(1));
     assert!(Instant::now() >= deadline);
-    assert!(hw.episodes.load(Ordering::Relaxed) >= 2);
+    assert!(ran_episodes(&hw, 2));
 }
 
 #[test]
