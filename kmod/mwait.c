@@ -115,17 +115,35 @@ static enum hrtimer_restart mwait_deadline_fn(struct hrtimer *timer)
 	return HRTIMER_NORESTART;
 }
 
-/* Kbuild defines MWAIT_HAVE_HRTIMER_SETUP where the headers have it. */
-static void mwait_timer_init(struct hrtimer *timer)
+/*
+ * How one wait sleeps: the MWAIT hint, and the deadline's timer with the
+ * CPU it is armed on (-1 until it is armed).
+ */
+struct mwait_sleep {
+	struct hrtimer timer;
+	int timer_cpu;
+	u32 hint;
+};
+
+/*
+ * Kbuild defines MWAIT_HAVE_HRTIMER_SETUP where the headers have it.  Below
+ * C1 the local APIC timer stops on CPUs without ARAT (always running APIC
+ * timer), and the deadline's timer with it, so those CPUs wait in C1.
+ */
+static void mwait_sleep_init(struct mwait_sleep *sl, u32 hint)
 {
 #ifdef MWAIT_HAVE_HRTIMER_SETUP
-	hrtimer_setup_on_stack(timer, mwait_deadline_fn, CLOCK_MONOTONIC,
+	hrtimer_setup_on_stack(&sl->timer, mwait_deadline_fn, CLOCK_MONOTONIC,
 			       HRTIMER_MODE_ABS_PINNED_HARD);
 #else
-	hrtimer_init_on_stack(timer, CLOCK_MONOTONIC,
+	hrtimer_init_on_stack(&sl->timer, CLOCK_MONOTONIC,
 			      HRTIMER_MODE_ABS_PINNED_HARD);
-	timer->function = mwait_deadline_fn;
+	sl->timer.function = mwait_deadline_fn;
 #endif
+	sl->timer_cpu = -1;
+	sl->hint = hint;
+	if ((hint >> 4) & 0xf && !boot_cpu_has(X86_FEATURE_ARAT))
+		sl->hint = 0;
 }
 
 /*
@@ -134,12 +152,12 @@ static void mwait_timer_init(struct hrtimer *timer)
  * monitor and the deadline's timer belong to the CPU that sleeps, and a
  * timer that fires after the deadline check stays pending until STI;MWAIT,
  * where it ends the MWAIT at once instead of being lost before it.  The
- * timer is (re)armed pinned to this CPU whenever the wait runs on a CPU
- * other than the one it was armed on (*timer_cpu).  Returns the
- * MWAIT_REASON_* that ends the wait, or 0 to go on.
+ * timer is (re)armed, pinned to this CPU, whenever the wait runs on a CPU
+ * other than the one it was armed on.  Returns the MWAIT_REASON_* that
+ * ends the wait, or 0 to go on.
  */
 static u32 mwait_episode(u32 *word, struct mwait_wait *w,
-			 struct hrtimer *timer, int *timer_cpu)
+			 struct mwait_sleep *sl)
 {
 	int cpu;
 	u32 v;
@@ -158,15 +176,15 @@ static u32 mwait_episode(u32 *word, struct mwait_wait *w,
 		return MWAIT_REASON_DEADLINE;
 	}
 	cpu = smp_processor_id();
-	if (cpu != *timer_cpu) {
-		hrtimer_start(timer, ns_to_ktime(w->deadline_ns),
+	if (cpu != sl->timer_cpu) {
+		hrtimer_start(&sl->timer, ns_to_ktime(w->deadline_ns),
 			      HRTIMER_MODE_ABS_PINNED_HARD);
-		*timer_cpu = cpu;
+		sl->timer_cpu = cpu;
 	}
 	if (!need_resched()) {
 		/* As local_irq_enable(), with MWAIT in STI's shadow. */
 		trace_hardirqs_on();
-		__sti_mwait(w->hint, 0);
+		__sti_mwait(sl->hint, 0);
 	} else {
 		local_irq_enable();
 	}
@@ -189,16 +207,15 @@ static u32 mwait_episode(u32 *word, struct mwait_wait *w,
  */
 static u32 mwait_loop(u32 *word, struct mwait_wait *w)
 {
-	struct hrtimer timer;
-	int timer_cpu = -1;
+	struct mwait_sleep sl;
 	u32 reason;
 
-	mwait_timer_init(&timer);
+	mwait_sleep_init(&sl, w->hint);
 	do {
-		reason = mwait_episode(word, w, &timer, &timer_cpu);
+		reason = mwait_episode(word, w, &sl);
 	} while (!reason);
-	hrtimer_cancel(&timer);
-	destroy_hrtimer_on_stack(&timer);
+	hrtimer_cancel(&sl.timer);
+	destroy_hrtimer_on_stack(&sl.timer);
 	return reason;
 }
 
