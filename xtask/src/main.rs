@@ -10,6 +10,7 @@ mod dkms;
 mod hwreport;
 mod hwtest;
 mod miri;
+mod ports;
 mod test;
 mod util;
 mod vm;
@@ -28,6 +29,10 @@ commands:
   stress [N]      long stress run with each tier forced (default 10^8 handoffs)
   bench [--quick] the benchmark suite; writes target/mwait-bench/report.md
   hw-test         the hardware tiers' suites (UMWAIT under qemu-user, MWAITX native)
+  wine-test       builds the mwait test suites for x86_64-pc-windows-gnu and
+                  runs them under Wine (installs wine64 and MinGW)
+  cross-check     clippy and `cargo test --no-run` (link skipped) for macOS,
+                  FreeBSD and NetBSD, clippy for Windows
   hw-report [--no-bench]
                   what this machine offers, the hardware tiers it offers put
                   through their suites, and a quick bench, in one file to send:
@@ -56,6 +61,8 @@ fn main() -> ExitCode {
         "stress" => test::stress(rest),
         "bench" => bench::run(rest),
         "hw-test" => hwtest::run(rest),
+        "wine-test" => ports::wine_test(rest),
+        "cross-check" => ports::cross_check(rest),
         "hw-report" => hwreport::run(rest),
         "vm-test" => vm::run_vm(rest),
         "dkms" => dkms::run(rest),

@@ -75,6 +75,11 @@ pub fn run(args: &[String]) -> Res {
         )?;
     }
 
+    crate::ports::cross_check(&[])?;
+
+    step("the Windows park tier: the test suites under Wine");
+    crate::ports::wine_test(&[])?;
+
     step("package (the crates are publishable; verified by building the packages)");
     // Verification builds mwait against mwait-sys taken from a temporary registry;
     // cargo treats registry crates as immutable and reuses an old build of the same

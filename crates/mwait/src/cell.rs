@@ -119,6 +119,15 @@ impl WaitCell {
         /// waiters use non-private futexes, which a notifier in another process can
         /// wake. Hardware waiters need nothing special: monitors watch physical lines.
         ///
+        /// On Linux, macOS and FreeBSD the OS's wait is keyed on the physical page
+        /// for such a cell. On Windows (`WaitOnAddress` is process-private) and on the
+        /// targets that park on a table of threads, a notifier in another process
+        /// cannot wake a parked waiter: there a shared cell's waiter sleeps at most
+        /// 1 ms per park and re-checks the value, so it sees another process's store
+        /// within a millisecond or so (Windows rounds up to its timer resolution,
+        /// 15.6 ms by default), and a notifier of its own process still wakes it at
+        /// once.
+        ///
         /// # Examples
         ///
         /// ```
@@ -152,7 +161,8 @@ impl WaitCell {
         &self.waiters.policy
     }
 
-    /// Whether parked waiters use process-shared futexes ([`WaitCell::new_shared`]).
+    /// Whether parked waiters use process-shared futexes ([`WaitCell::new_shared`];
+    /// on Windows and the parking-table targets, bounded sleeps instead).
     ///
     /// # Examples
     ///

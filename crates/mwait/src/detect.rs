@@ -174,7 +174,9 @@ impl Capabilities {
     pub fn offers(&self, backend: Backend) -> bool {
         match backend {
             Backend::Spin => true,
-            Backend::Futex => sys::HAS_FUTEX,
+            // Every platform's park tier sleeps (futex on Linux, the OS's own call
+            // or a table of parked threads elsewhere: `sys/`).
+            Backend::Futex => true,
             Backend::Umwait => sys::HAS_X86_WAITS && self.waitpkg,
             Backend::Mwaitx => sys::HAS_X86_WAITS && self.monitorx,
             Backend::Kernel => sys::HAS_DEV_MWAIT && self.monitor_mwait && self.dev_mwait,

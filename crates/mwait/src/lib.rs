@@ -30,7 +30,8 @@
 //! 2. **hardware wait**: arm a monitor on the cell's line and let the CPU sleep until
 //!    the line is written (UMONITOR/UMWAIT on Intel, MONITORX/MWAITX on AMD, or
 //!    MONITOR/MWAIT in ring 0 through the `/dev/mwait` kernel shim);
-//! 3. **park**: sleep on a futex, which frees the CPU for other threads.
+//! 3. **park**: sleep on a futex (or the OS's equivalent, below), which frees the CPU
+//!    for other threads.
 //!
 //! The process's [`Backend`] is chosen once, from CPUID ([`Capabilities::detect`]),
 //! and reported by [`selection`]:
@@ -41,7 +42,18 @@
 //! | AMD with MONITORX (family 15h and later, Zen) | MWAITX | spin → MWAITX → futex |
 //! | Intel without WAITPKG, `/dev/mwait` loaded | kernel MWAIT | spin → ioctl → futex |
 //! | anything else on Linux (and most VMs, which hide all three) | none | spin → futex |
-//! | other operating systems | none | spin → `sched_yield` loop |
+//! | other operating systems | UMWAIT or MWAITX where CPUID offers them (no `/dev/mwait`) | spin → (UMWAIT / MWAITX →) park |
+//!
+//! The park tier sleeps on every operating system; `Backend::Futex` names it
+//! everywhere. Whether it has been executed or only compiled:
+//!
+//! | OS | park tier | asymmetric barrier (light notify) | process-shared cells | tested |
+//! | --- | --- | --- | --- | --- |
+//! | Linux | `futex(FUTEX_WAIT_BITSET)`, absolute `CLOCK_MONOTONIC` deadline | `membarrier(PRIVATE_EXPEDITED)` | non-private futexes | executed (`cargo test`, x86-64) |
+//! | Windows 8+ | `WaitOnAddress` (timeout in ms, rounded up), `WakeByAddressSingle` / `All` | `FlushProcessWriteBuffers`; off under Wine | degraded: `WaitOnAddress` is process-private, so a waiter re-checks every 1 ms | executed under Wine 8 (`cargo xtask wine-test`), where the light notify is off |
+//! | macOS | `os_sync_wait_on_address` (14.4+, found at run time), else `__ulock_wait` | none: `SeqCst` fences | the `SHARED` flags | built only (clippy, `cargo test --no-run` without the link) |
+//! | FreeBSD | `_umtx_op(UMTX_OP_WAIT_UINT_PRIVATE)`, absolute `CLOCK_MONOTONIC` deadline | none: `SeqCst` fences | `UMTX_OP_WAIT_UINT` | built only (as macOS) |
+//! | every other target | a table of parked threads keyed by address, std `park` / `unpark` | none: `SeqCst` fences | degraded as on Windows | its unit tests executed on Linux; built for NetBSD |
 //!
 //! # Environment
 //!

@@ -59,6 +59,13 @@
 //! that membarrier(2) documents (a compiler barrier on the fast path, membarrier on
 //! the slow path, in place of a full barrier on both).
 //!
+//! On Windows `FlushProcessWriteBuffers` plays the part of `membarrier`: it
+//! interrupts every CPU running a thread of this process and returns once each has
+//! taken the interrupt, a full barrier there, which gives the same two cases (the
+//! argument is in `sys/windows.rs`; Wine 8 implements it as a no-op, so under Wine the
+//! light path stays off). macOS, FreeBSD and the parking-table fallback have no such
+//! call and keep the symmetric protocol.
+//!
 //! The light path is taken only while `sys::park::light_notify()` says so: a flag set
 //! once, when registration succeeded, and never cleared. Every waiter blocks on that one-time
 //! registration before choosing its barrier, so no waiter uses a mere fence while a

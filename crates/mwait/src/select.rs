@@ -163,11 +163,9 @@ fn parse_disable(s: Option<&str>) -> Result<Vec<Backend>, SelectError> {
 /// ```
 /// use mwait::{plan, Backend, Capabilities, EnvConfig};
 /// let env = EnvConfig { backend: Some("futex".into()), ..EnvConfig::default() };
-/// # if cfg!(target_os = "linux") {
 /// let sel = plan(Capabilities::detect(), &env).unwrap();
 /// assert_eq!(sel.backend, Backend::Futex);
 /// assert!(sel.forced);
-/// # }
 /// ```
 pub fn plan(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectError> {
     let disabled = parse_disable(env.disable.as_deref())?;
@@ -239,7 +237,7 @@ pub fn plan(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectErr
                 Backend::Futex => "no hardware wait is offered (no WAITPKG, no MONITORX, \
                                    no usable /dev/mwait)"
                     .to_string(),
-                _ => "no futex on this OS and no hardware wait".to_string(),
+                _ => "no hardware wait, and parking is turned off".to_string(),
             }
         } else {
             let list: Vec<String> = rejected.iter().map(|(b, e)| format!("{b}: {e}")).collect();
@@ -323,8 +321,7 @@ fn missing_reason(caps: &Capabilities, b: Backend) -> String {
         Backend::Mwaitx => "CPUID.8000_0001:ECX[29] MONITORX is 0".into(),
         Backend::Kernel if !caps.monitor_mwait => "CPUID.1:ECX[3] MONITOR is 0".into(),
         Backend::Kernel => "/dev/mwait does not exist (load kmod/mwait.ko)".into(),
-        Backend::Futex => "futex exists only on Linux".into(),
-        Backend::Spin => "always offered".into(),
+        Backend::Futex | Backend::Spin => "always offered".into(),
     }
 }
 

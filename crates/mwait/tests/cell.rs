@@ -158,6 +158,8 @@ fn park_false_keeps_waiting_without_parking() {
     assert_eq!(t.join().unwrap(), 1);
 }
 
+/// Unix only: Windows has no `fork` (and its park tier is process-private).
+#[cfg(unix)]
 #[test]
 fn shared_cell_wakes_across_a_fork() {
     // A cell in MAP_SHARED memory, a waiter in a child process, the notifier here.

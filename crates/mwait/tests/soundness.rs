@@ -11,6 +11,9 @@
 //! Findings that the public API cannot reach from outside are tested in part here
 //! (see each test's comment for what stays for a unit test inside the crate).
 
+// Linux only: its cases need `fork`, `MAP_SHARED` memory, seccomp and `membarrier`.
+#![cfg(target_os = "linux")]
+
 mod support;
 
 use mwait::{Backend, Capabilities, EnvConfig, WaitCell, WaitPolicy, WaitResult};

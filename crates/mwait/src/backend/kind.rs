@@ -17,10 +17,12 @@ use std::fmt;
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Backend {
-    /// Bounded PAUSE spin, then `sched_yield` rounds; never sleeps. The only ladder
-    /// on targets without futex.
+    /// Bounded PAUSE spin, then `sched_yield` rounds; never sleeps.
     Spin,
-    /// Spin (budget from the policy), then sleep on a futex.
+    /// Spin (budget from the policy), then sleep on a futex, or on the OS's
+    /// equivalent off Linux (`WaitOnAddress` on Windows, `os_sync_wait_on_address` or
+    /// `__ulock_wait` on macOS, `_umtx_op` on FreeBSD, a table of parked threads on
+    /// std's `park` elsewhere).
     Futex,
     /// User-mode UMONITOR/UMWAIT (Intel WAITPKG), then futex.
     Umwait,

@@ -22,7 +22,13 @@ pub(crate) fn now_ns() -> u64 {
         .wrapping_add(ts.tv_nsec as u64)
 }
 
-/// Nanoseconds since the first call (targets without `clock_gettime`).
+/// Nanoseconds since the first call (targets without `clock_gettime`: Windows, wasm).
+///
+/// `Instant` is monotonic on every target (on Windows it reads
+/// `QueryPerformanceCounter`, which counts through sleep and never steps back), and
+/// nothing outside this process sees these readings: every deadline is converted
+/// into them by [`after`] or [`instant_to_ns`] and compared with them again, and each
+/// park tier turns one into a relative timeout against a fresh reading.
 #[cfg(all(not(loom), not(unix)))]
 #[inline]
 pub(crate) fn now_ns() -> u64 {
@@ -59,5 +65,34 @@ pub(crate) fn instant_to_ns(deadline: Instant) -> u64 {
     match deadline.checked_duration_since(now_i) {
         Some(ahead) => now.saturating_add(duration_ns(ahead)),
         None => now.saturating_sub(duration_ns(now_i - deadline)),
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readings_never_step_back() {
+        let mut last = now_ns();
+        for _ in 0..10_000 {
+            let t = now_ns();
+            assert!(t >= last, "{t} < {last}");
+            last = t;
+        }
+    }
+
+    #[test]
+    fn an_instant_deadline_lands_between_two_readings_plus_its_offset() {
+        let ahead = Duration::from_millis(250);
+        let before = now_ns();
+        let deadline = instant_to_ns(Instant::now() + ahead);
+        let after_ = now_ns();
+        let ahead_ns = duration_ns(ahead);
+        assert!(deadline >= before + ahead_ns && deadline <= after_ + ahead_ns);
+        // A deadline in the past lands at or before now (saturating at 0).
+        assert!(instant_to_ns(Instant::now()) <= now_ns());
+        assert_eq!(duration_ns(Duration::MAX), u64::MAX);
+        assert_eq!(after(Duration::MAX), u64::MAX);
     }
 }

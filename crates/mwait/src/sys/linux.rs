@@ -6,9 +6,6 @@ use crate::primitive::AtomicU32;
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-/// Linux has futex: the park tier sleeps.
-pub(crate) const HAS_FUTEX: bool = true;
-
 /// Nothing to keep beside the word: the kernel keys futex sleepers by address.
 #[derive(Debug, Default)]
 pub(crate) struct Queue;

@@ -12,9 +12,6 @@ pub(crate) use super::plain::{
     current_cpu, light_notify, running_threads, usable_cpus, waiter_barrier, ThreadCpus,
 };
 
-/// The model futex parks: the park tier is exercised.
-pub(crate) const HAS_FUTEX: bool = true;
-
 /// The sleep queue of one cell. Timed waits never sleep in the model (a timeout may
 /// fire at any moment, so returning at once is one of the behaviours a real timed
 /// wait has).

@@ -6,14 +6,18 @@
 //! | file | target | park | waiter barrier |
 //! | --- | --- | --- | --- |
 //! | `linux.rs` | Linux | futex | `membarrier`, else a fence |
-//! | `yield_loop.rs` | every other target | a `sched_yield` loop (never sleeps) | a fence |
+//! | `windows.rs` | Windows 8+ | `WaitOnAddress` / `WakeByAddress*` | `FlushProcessWriteBuffers` (not under Wine), else a fence |
+//! | `macos.rs` | macOS | `os_sync_wait_on_address` (14.4+), else `__ulock_wait` | a fence |
+//! | `freebsd.rs` | FreeBSD | `_umtx_op(UMTX_OP_WAIT_UINT)` | a fence |
+//! | `parking.rs` | every other target | a table of parked threads on std `park` / `unpark` | a fence |
 //! | `loom.rs` | `--cfg loom` | a mutex and a condvar per cell | a fence |
 //!
 //! A platform file provides the items of [`park`] (with the contract written there),
 //! and the few facts the ladder reads about the machine: [`current_cpu`],
-//! [`running_threads`], [`usable_cpus`] and [`HAS_FUTEX`] (and `ThreadCpus`, the
-//! affinity control of the hardware self-test). To add a platform, write its
-//! file with those items and add its line to the dispatch below.
+//! [`running_threads`] and [`usable_cpus`] (and `ThreadCpus`, the affinity control of
+//! the hardware self-test). Every platform's park tier sleeps, so the `Futex` ladder
+//! (spin, then park) is offered on every target. To add a platform, write its file
+//! with those items and add its line to the dispatch below.
 //!
 //! The x86-64 instructions and their capability tokens are `x86_64.rs` (with stand-ins
 //! in `no_x86.rs`, whose tokens cannot be built, elsewhere); the `/dev/mwait` calls
@@ -30,18 +34,42 @@ pub(crate) mod clock;
 // The loom model counts nothing.
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) mod counters;
-#[cfg(any(loom, not(target_os = "linux")))]
+#[cfg(any(loom, test, not(target_os = "linux")))]
+// Each platform takes the parts it lacks (Windows has a barrier of its own, the loom
+// model a queue; on Linux only the fallback table's tests use it): the rest go unused.
+#[allow(dead_code)]
 mod plain;
 
 #[cfg(all(target_os = "linux", not(loom)))]
 #[path = "linux.rs"]
 mod platform;
-#[cfg(all(not(target_os = "linux"), not(loom)))]
-#[path = "yield_loop.rs"]
+#[cfg(all(windows, not(loom)))]
+#[path = "windows.rs"]
+mod platform;
+#[cfg(all(target_os = "macos", not(loom)))]
+#[path = "macos.rs"]
+mod platform;
+#[cfg(all(target_os = "freebsd", not(loom)))]
+#[path = "freebsd.rs"]
+mod platform;
+#[cfg(not(any(
+    target_os = "linux",
+    windows,
+    target_os = "macos",
+    target_os = "freebsd",
+    loom
+)))]
+#[path = "parking.rs"]
 mod platform;
 #[cfg(loom)]
 #[path = "loom.rs"]
 mod platform;
+
+// The fallback table runs its unit tests on Linux too, where they can be executed;
+// there it is not the platform, so the items it provides as one go unused.
+#[cfg(all(test, target_os = "linux", not(loom)))]
+#[allow(dead_code, unused_imports)]
+mod parking;
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod cpuid;
@@ -63,7 +91,7 @@ pub(crate) mod dev_mwait;
 
 #[cfg(not(loom))]
 pub(crate) use no_model::{model_hardware, ModelHardware};
-pub(crate) use platform::{current_cpu, running_threads, usable_cpus, ThreadCpus, HAS_FUTEX};
+pub(crate) use platform::{current_cpu, running_threads, usable_cpus, ThreadCpus};
 #[cfg(loom)]
 pub(crate) use platform::{model_hardware, ModelHardware};
 

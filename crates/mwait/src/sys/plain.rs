@@ -1,6 +1,7 @@
 //! The parts of a platform that has no process-wide barrier and tells nothing about
-//! CPUs or load: what every platform but Linux uses today (`yield_loop.rs`, the loom
-//! model), and a starting point for a new one.
+//! CPUs or load: what every platform but Linux uses (Windows takes the facts only, as
+//! it has a barrier of its own; the loom model takes all), and a starting point for a
+//! new one.
 
 use crate::primitive::{fence, Ordering};
 
@@ -13,6 +14,17 @@ pub(crate) fn light_notify() -> bool {
 /// A `SeqCst` fence, the symmetric protocol's half.
 pub(crate) fn waiter_barrier() {
     fence(Ordering::SeqCst);
+}
+
+/// Nothing to keep beside the word: for a platform whose OS call (or table) keys
+/// sleepers by address.
+#[derive(Debug, Default)]
+pub(crate) struct Queue;
+
+impl Queue {
+    pub(crate) const fn new() -> Queue {
+        Queue
+    }
 }
 
 /// Unknown here.
