@@ -118,6 +118,8 @@ impl WaitCell {
         /// A cell for memory shared between processes (`mmap(MAP_SHARED)`): parked
         /// waiters use non-private futexes, which a notifier in another process can
         /// wake. Hardware waiters need nothing special: monitors watch physical lines.
+        /// Async waits ([`wait_until_async`](Self::wait_until_async)) panic on such a
+        /// cell: wakers are pointers into one process's memory.
         ///
         /// On Linux, macOS and FreeBSD the OS's wait is keyed on the physical page
         /// for such a cell. On Windows (`WaitOnAddress` is process-private) and on the
@@ -533,6 +535,14 @@ impl WaitCell {
         self.line.parked()
     }
 
+    /// How many parked waiters the model futex has woken on this cell so far (the
+    /// loom models check that `notify_one` wakes one).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn model_wakes(&self) -> u32 {
+        self.waiters.sleepers.queue().woken()
+    }
+
     /// How many futures are armed right now (a snapshot, for tests and reports).
     ///
     /// # Examples
@@ -550,6 +560,13 @@ impl WaitCell {
     /// task's waker and returns `Pending`; any writer (or `notify_*`) wakes it. Drop it
     /// to cancel. Blocking, hardware and async waiters may wait on one cell at once.
     ///
+    /// # Panics
+    ///
+    /// On a process-shared cell ([`new_shared`](Self::new_shared)): a waker points
+    /// into one process's memory, so the registry of armed wakers cannot live in
+    /// memory that another process's notifier reads. Async waits are for cells of
+    /// one process; wait on a shared cell with the blocking `wait_*` methods.
+    ///
     /// # Examples
     ///
     /// ```
@@ -566,6 +583,11 @@ impl WaitCell {
     /// # });
     /// ```
     pub fn wait_until_async<F: FnMut(u32) -> bool>(&self, pred: F) -> WaitUntil<'_, F> {
+        assert!(
+            !self.is_shared(),
+            "mwait: wait_until_async on a process-shared cell (WaitCell::new_shared): async \
+             waits are for cells of one process; use the blocking wait_* methods"
+        );
         WaitUntil::new(self.waiter(), pred)
     }
 
@@ -574,6 +596,10 @@ impl WaitCell {
     /// (`tokio::time::sleep(d)`, an async-io `Timer`, ...). Resolves to
     /// [`WaitResult::TimedOut`] with the last value seen once `timer` completes first.
     /// The library itself arms no timer and depends on no runtime.
+    ///
+    /// # Panics
+    ///
+    /// On a process-shared cell, as [`wait_until_async`](Self::wait_until_async).
     ///
     /// # Examples
     ///

@@ -58,7 +58,7 @@ impl OsFacts {
     pub fn read() -> OsFacts {
         OsFacts {
             umwait_control: read_umwait_control(),
-            dev_mwait: std::path::Path::new("/dev/mwait").exists(),
+            dev_mwait: sys::host::exists("/dev/mwait"),
             usable_cpus: usable_cpus(),
         }
     }
@@ -320,7 +320,7 @@ impl Capabilities {
 
     /// This CPU's capabilities.
     fn native(os: OsFacts) -> Capabilities {
-        Capabilities::from_cpuid(raw_cpuid::CpuIdReaderNative, os)
+        Capabilities::from_cpuid(sys::cpuid::native_reader(), os)
     }
 }
 
@@ -336,8 +336,7 @@ const UMWAIT_CONTROL: &str = "/sys/devices/system/cpu/umwait_control";
 
 fn read_umwait_control() -> Option<UmwaitControl> {
     let read = |f: &str| -> Option<u64> {
-        std::fs::read_to_string(format!("{UMWAIT_CONTROL}/{f}"))
-            .ok()?
+        sys::host::read(&format!("{UMWAIT_CONTROL}/{f}"))?
             .trim()
             .parse()
             .ok()
@@ -354,13 +353,24 @@ pub(crate) fn usable_cpus() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
+impl Capabilities {
+    /// Whether these are this CPU's own capabilities, as [`Capabilities::detect`]
+    /// found them (the fields are public: a caller may build or edit any).
+    pub(crate) fn are_this_cpus(&self) -> bool {
+        let detected = Capabilities::detect();
+        std::ptr::eq(self, detected) || self == detected
+    }
+}
+
+/// The capability tokens' proof: an instruction is reported only when these
+/// capabilities are this CPU's detected ones, never on the word of a caller's copy.
 impl CpuidWaits for Capabilities {
     fn waitpkg(&self) -> bool {
-        self.waitpkg
+        self.waitpkg && self.are_this_cpus()
     }
 
     fn monitorx(&self) -> bool {
-        self.monitorx
+        self.monitorx && self.are_this_cpus()
     }
 }
 

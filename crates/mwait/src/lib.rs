@@ -118,8 +118,10 @@
 //!   memory works between parent and child; its waiters order with a fence, not
 //!   `membarrier`. As with any library, a child forked from a multi-threaded parent
 //!   may only rely on state that no other thread was setting up at the fork: call
-//!   [`selection`] before forking, so that the process-wide choice of backend is
-//!   settled.
+//!   [`prepare`] before forking, which settles every one-time initialisation of
+//!   mwait (detection, the choice of backend, the `membarrier` registration), so
+//!   that the child's first wait does not block on one that a thread of the parent
+//!   had under way.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -145,7 +147,7 @@ pub use cell::WaitCell;
 pub use detect::{Capabilities, OsFacts, UmwaitControl, Vendor};
 pub use future::{WaitUntil, WaitUntilTimer};
 pub use ladder::WaitResult;
-pub use policy::WaitPolicy;
+pub use policy::{prepare, WaitPolicy};
 /// The CPUID crate whose [`CpuIdReader`](raw_cpuid::CpuIdReader) feeds
 /// [`Capabilities::from_cpuid`], re-exported so that callers use the same version.
 #[cfg(target_arch = "x86_64")]

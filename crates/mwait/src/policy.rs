@@ -244,6 +244,31 @@ impl Resolved {
     }
 }
 
+/// Settles every one-time initialisation of this process's waits: CPU detection,
+/// the choice of backend (with its hardware tier's self-test), the default policy's
+/// numbers and the `membarrier` registration. Each is made once, by whichever thread
+/// needs it first, and others block until it is done; a child forked while another
+/// thread of its parent was inside one would block on it for ever. Call `prepare`
+/// before `fork()` in a multi-threaded program (or early in `main`); it is cheap
+/// after its first call.
+///
+/// What it cannot settle: the hardware tier of a backend that one wait forces with
+/// [`WaitPolicy::backend`], built at that wait's first use (make such a wait once
+/// before forking).
+///
+/// # Examples
+///
+/// ```
+/// mwait::prepare();
+/// // Forking now leaves the child no half-done initialisation of mwait's.
+/// assert!(!mwait::selection().reason.is_empty());
+/// ```
+pub fn prepare() {
+    let _ = crate::detect::Capabilities::detect();
+    let _ = WaitPolicy::new().resolve();
+    crate::sys::park::prepare();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -106,6 +106,18 @@
 //! stored to with nobody parked loses it at its first such store and goes back to the
 //! light path.
 //!
+//! ## Async waiters
+//!
+//! A future that arms a waker is a parking waiter whose (3) is the registry's
+//! `fetch_or(ASYNC_REGISTERED, SeqCst)` and whose sleep is returning `Pending`; it
+//! follows the same rules, `FENCED` included: an arm whose (3) returns `FENCED` skips
+//! `membarrier`, by the argument above, which asks nothing of (3) but that it be a
+//! `SeqCst` read-modify-write of `state` that read the bit. Without the bit it runs
+//! the barrier and sets it. A notifier clears `FENCED` only from a state of exactly
+//! `FENCED`, so never while a future is armed (`ASYNC_REGISTERED` is set): a future
+//! re-polled with its slot still armed, or re-armed by a consumer that is always
+//! armed when the value changes, pays no `membarrier` after the first.
+//!
 //! Loom cannot model `membarrier`: the loom build keeps the symmetric `SeqCst`
 //! protocol. Loom also models `SeqCst` accesses as `AcqRel`, so the loom build adds
 //! the `SeqCst` fences it does model between (1) and (2) and between (3) and (4) (see
@@ -177,6 +189,12 @@ impl Sleepers {
     #[inline]
     pub(crate) fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// The platform's sleep queue (the loom models count its wakes).
+    #[cfg(loom)]
+    pub(crate) fn queue(&self) -> &Queue {
+        &self.queue
     }
 }
 
@@ -276,26 +294,29 @@ impl MonitorLine {
         deadline_ns: Option<u64>,
     ) -> Result<u32, Parked> {
         let old = self.state.fetch_add(1, Ordering::SeqCst); // (3)
+                                                             // From here the waiter is counted: the guard withdraws it however this
+                                                             // function ends, a panic of the barrier, the predicate or the sleep included
+                                                             // (a count left behind would send every later notify to the slow path and
+                                                             // keep `FENCED` set for ever).
+        let _counted = Announced(self);
+        self.barrier_unless_fenced(s, old);
+        let v = self.value.load(Ordering::SeqCst); // (4)
+        if pred(v) {
+            return Ok(v);
+        }
+        Err(park::wait(&s.queue, &self.value, v, deadline_ns, s.shared))
+    }
+
+    /// The waiter's barrier after its announcement (3), which returned `old`: none
+    /// when `old` has `FENCED` (see "A cell that parks often"), else the barrier,
+    /// after which the waiter sets `FENCED` for those that come after it.
+    #[inline]
+    fn barrier_unless_fenced(&self, s: &Sleepers, old: u32) {
         loom_sc_fence();
         if old & FENCED == 0 {
             self.waiter_barrier(s);
             self.state.fetch_or(FENCED, Ordering::SeqCst);
         }
-        let v = self.value.load(Ordering::SeqCst); // (4)
-        if pred(v) {
-            self.withdraw();
-            return Ok(v);
-        }
-        let r = park::wait(&s.queue, &self.value, v, deadline_ns, s.shared);
-        self.withdraw();
-        Err(r)
-    }
-
-    /// A parked waiter leaves: `Relaxed`, it orders nothing (a notifier that still
-    /// sees the old count makes one unneeded wake, no more).
-    #[inline]
-    fn withdraw(&self) {
-        self.state.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// The heavy half of the barrier between announcing a waiter in `state` and the
@@ -315,17 +336,84 @@ impl MonitorLine {
 
     /// The async waiter's announcement: arms `waker` in the registry, which sets
     /// `ASYNC_REGISTERED` with a `SeqCst` read-modify-write (the (3) of an async
-    /// waiter), then runs the same barrier as a parking thread. The caller then
+    /// waiter), then runs the same barrier as a parking thread, skipped on a `FENCED`
+    /// cell as a park's is (see "Async waiters" in the notes). The caller then
     /// re-checks the value with a `SeqCst` load, its (4).
     pub(crate) fn arm_async(&self, s: &Sleepers, key: &mut Option<usize>, waker: &Waker) {
-        s.registry.arm(&self.state, key, waker); // (3)
-        loom_sc_fence();
-        self.waiter_barrier(s);
+        let old = s.registry.arm(&self.state, key, waker); // (3)
+        self.barrier_unless_fenced(s, old);
     }
 
     /// Releases an async waiter's slot (`forward`: pass an unconsumed `notify_one`
     /// on to another armed waiter).
     pub(crate) fn disarm_async(&self, s: &Sleepers, key: usize, forward: bool) {
         s.registry.disarm(&self.state, key, forward);
+    }
+}
+
+/// A parked waiter's announcement in `state`, withdrawn on drop: `Relaxed`, it orders
+/// nothing (a notifier that still sees the old count makes one unneeded wake, no
+/// more).
+struct Announced<'a>(&'a MonitorLine);
+
+impl Drop for Announced<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.0.state.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The park half's announcement is withdrawn however a park ends: a panic of the
+/// predicate, of the waiter barrier (a `membarrier` that fails after registration)
+/// or a futex wait that fails (injected failures).
+#[cfg(all(test, target_os = "linux", not(loom)))]
+mod tests {
+    use super::*;
+    use crate::sys::inject;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    fn cell() -> (MonitorLine, Sleepers) {
+        (MonitorLine::new(0, false), Sleepers::new(false))
+    }
+
+    #[test]
+    fn a_panicking_predicate_withdraws_the_announcement() {
+        let (line, s) = cell();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            line.park(&s, &mut |_| panic!("the predicate panics"), None)
+        }));
+        assert!(r.is_err());
+        assert_eq!(line.parked(), 0);
+    }
+
+    #[test]
+    fn a_failing_waiter_barrier_withdraws_the_announcement() {
+        // Registers for membarrier if this process can.
+        park::waiter_barrier();
+        if !park::light_notify() {
+            // The barrier is a fence, which cannot fail.
+            return;
+        }
+        let (line, s) = cell();
+        inject::set_membarrier_fails(true);
+        let r = catch_unwind(AssertUnwindSafe(|| line.park(&s, &mut |_| false, None)));
+        inject::set_membarrier_fails(false);
+        assert!(
+            r.is_err(),
+            "a membarrier that fails after registration panics"
+        );
+        assert_eq!(line.parked(), 0);
+    }
+
+    #[test]
+    fn a_failing_futex_wait_withdraws_the_announcement() {
+        let (line, s) = cell();
+        inject::set_futex_wait_errno(Some(libc::ENOSYS));
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            line.park(&s, &mut |_| false, Some(crate::sys::clock::now_ns()))
+        }));
+        inject::set_futex_wait_errno(None);
+        assert!(matches!(r, Ok(Err(_))), "the park returns, without panic");
+        assert_eq!(line.parked(), 0);
     }
 }

@@ -66,6 +66,8 @@ pub struct EnvConfig {
     /// `MWAIT_UNSAFE_FORCE=1`: a *test-only* override that lets `MWAIT_BACKEND` force a
     /// hardware backend that CPUID does not offer. Executing an instruction the CPU
     /// lacks raises SIGILL; use it only where the instruction is known to execute.
+    /// [`select`] honours it only when the process's environment has
+    /// `MWAIT_UNSAFE_FORCE=1` as well (else it only plans).
     pub unsafe_force: bool,
 }
 
@@ -258,6 +260,15 @@ pub fn plan(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectErr
 /// forced, replaced by the best non-hardware ladder, with the reason in
 /// [`Selection::demoted`] and [`Selection::reason`].
 ///
+/// Only this CPU's own capabilities (equal to [`Capabilities::detect`]) build a tier.
+/// Capabilities that differ from them (a recorded dump of another CPU, or a copy
+/// with a field changed) are only planned: `select` then returns what [`plan`]
+/// returns, and no instruction runs, no device is opened, no self-test is made.
+/// Executing an instruction on the word of such capabilities could fault on a CPU
+/// that lacks it. For the same reason an `env` with [`EnvConfig::unsafe_force`] set
+/// is only planned unless this process's own environment has
+/// `MWAIT_UNSAFE_FORCE=1`.
+///
 /// # Examples
 ///
 /// ```
@@ -266,6 +277,12 @@ pub fn plan(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectErr
 /// println!("{}: {}", sel.backend, sel.reason);
 /// ```
 pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectError> {
+    // A caller's `unsafe_force` counts only when the process's environment, set by
+    // its operator, says so too: a struct field set in safe code must not let an
+    // instruction past CPUID.
+    if !caps.are_this_cpus() || (env.unsafe_force && !EnvConfig::from_env().unsafe_force) {
+        return plan(caps, env);
+    }
     let mut env = env.clone();
     let mut demoted: Option<(Backend, String)> = None;
     let mut failed: Vec<(Backend, String)> = Vec::new();

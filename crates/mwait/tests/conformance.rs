@@ -534,7 +534,6 @@ fn notifying_hooks(cell: &Arc<WaitCell>, on_clone: bool, on_drop: bool) -> Arc<H
 // lock): arming a waker whose clone notifies the same cell, while another future is
 // armed, completes, and the notify reaches the other future.
 #[test]
-#[ignore = "finding 4 of issue 15: fixed in phase 2"]
 fn tokio_4129_a_waker_that_notifies_from_its_clone() {
     no_hang("a waker that notifies from clone", || {
         let cell = Arc::new(WaitCell::new(0));
@@ -551,7 +550,6 @@ fn tokio_4129_a_waker_that_notifies_from_its_clone() {
 // tokio: issue 4129, the drop half: a future holding an armed waker whose drop
 // notifies the same cell is dropped (the registry drops the waker) and completes.
 #[test]
-#[ignore = "finding 4 of issue 15: fixed in phase 2"]
 fn tokio_4129_a_waker_that_notifies_from_its_drop() {
     no_hang("a waker that notifies from drop", || {
         let cell = Arc::new(WaitCell::new(0));

@@ -173,3 +173,52 @@ fn notifier_clears_fenced_between_two_waits() {
         assert_eq!(cell.parked_waiters(), 0);
     });
 }
+
+/// `notify_one` wakes exactly one parked waiter: two waiters take one token each
+/// from the cell (a semaphore: wait for a token, take it with a compare-exchange,
+/// else wait again). Both park; a token and a `notify_one` release one of them, which
+/// says so on a second cell; a second token and `notify_one` release the other. The
+/// model futex counts the sleepers it woke: at most one per `notify_one`. A model
+/// that woke every sleeper would wake both at the first (one of them takes the token,
+/// the other re-parks) and one more at the second: three.
+#[test]
+fn notify_one_wakes_one_parked_waiter() {
+    use loom::sync::atomic::Ordering::SeqCst;
+    model(|| {
+        let cell = Arc::new(WaitCell::new(0));
+        let done = Arc::new(WaitCell::new(0));
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let (c, d) = (cell.clone(), done.clone());
+                thread::spawn(move || {
+                    loop {
+                        let v = c.wait_until_with(|v| v > 0, &futex_only());
+                        if c.as_atomic()
+                            .compare_exchange(v, v - 1, SeqCst, SeqCst)
+                            .is_ok()
+                        {
+                            break;
+                        }
+                    }
+                    d.fetch_add(1);
+                })
+            })
+            .collect();
+        while cell.parked_waiters() < 2 {
+            thread::yield_now();
+        }
+        cell.as_atomic().store(1, SeqCst);
+        cell.notify_one();
+        done.wait_until_with(|v| v >= 1, &futex_only());
+        cell.as_atomic().fetch_add(1, SeqCst);
+        cell.notify_one();
+        for w in waiters {
+            w.join().unwrap();
+        }
+        assert!(
+            cell.model_wakes() <= 2,
+            "{} wakes for two notify_one",
+            cell.model_wakes()
+        );
+    });
+}

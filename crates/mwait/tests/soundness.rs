@@ -1,12 +1,12 @@
 //! One test per finding of issue 15 ("sound from every safe call, whole after every
-//! panic"), each named after its finding. Each is ignored while its finding stands
-//! and fails when run (`cargo test -p mwait --test soundness --features test-counters
-//! -- --ignored`); the fix of a finding removes its `#[ignore]`.
+//! panic"), each named after its finding. Each failed before its finding was fixed
+//! (the comment above each says how); 6 and 9 need `--features test-counters`.
 //!
 //! Cases that would take the test harness down (SIGILL, `fork`, a seccomp filter
 //! that parks a thread for good) run in a child process: the test re-runs its own
-//! binary with only itself selected (`support::run_child`). Cases that hang today
-//! run under a watchdog, so that they fail instead of stalling the run.
+//! binary with only itself selected (`support::run_child`). Cases that hung before
+//! their fix run under a watchdog, so that a regression fails instead of stalling the
+//! run.
 //!
 //! Findings that the public API cannot reach from outside are tested in part here
 //! (see each test's comment for what stays for a unit test inside the crate).
@@ -107,15 +107,16 @@ fn fork_and_wait(limit: Duration, body: impl FnOnce() -> i32) -> Option<i32> {
 }
 
 // Finding 1: `select` with capabilities that claim an instruction this CPU lacks
-// must plan without executing it. Today it builds the tier and runs its self-test,
-// and the child dies of SIGILL (UMONITOR on a CPU without WAITPKG).
+// must plan without executing it: it returns what `plan` returns. Were it to build
+// the tier and run its self-test, the child would die of SIGILL (UMONITOR on a CPU
+// without WAITPKG).
 #[test]
-#[ignore = "finding 1: fails until fixed"]
 fn finding_1_select_on_foreign_capabilities_executes_nothing() {
     if !in_child("finding_1_select_on_foreign_capabilities_executes_nothing") {
         return;
     }
     let mut caps = Capabilities::detect().clone();
+    let foreign = if caps.waitpkg { "mwaitx" } else { "umwait" };
     if !caps.waitpkg {
         caps.waitpkg = true;
     } else if !caps.monitorx {
@@ -124,8 +125,32 @@ fn finding_1_select_on_foreign_capabilities_executes_nothing() {
         println!("this CPU has both WAITPKG and MONITORX: nothing foreign to claim");
         return;
     }
-    let r = mwait::select(&caps, &EnvConfig::default());
+    let env = EnvConfig::default();
+    let r = mwait::select(&caps, &env);
     println!("select on foreign capabilities returned {r:?}");
+    let planned = mwait::plan(&caps, &env);
+    assert_eq!(
+        r.map(|s| (s.backend, s.reason)),
+        planned.map(|s| (s.backend, s.reason)),
+        "select on foreign capabilities is plan"
+    );
+    // The same instruction forced past this CPU's own CPUID by a struct field, not by
+    // the operator's environment: planned only as well.
+    if std::env::var("MWAIT_UNSAFE_FORCE").is_err() {
+        let env = EnvConfig {
+            backend: Some(foreign.into()),
+            unsafe_force: true,
+            ..EnvConfig::default()
+        };
+        let detected = Capabilities::detect();
+        let r = mwait::select(detected, &env);
+        println!("select with unsafe_force from code returned {r:?}");
+        assert_eq!(
+            r.map(|s| (s.backend, s.reason)),
+            mwait::plan(detected, &env).map(|s| (s.backend, s.reason)),
+            "unsafe_force set in code is plan"
+        );
+    }
 }
 
 /// The shared page of finding 2: a process-shared cell and a stage word.
@@ -142,13 +167,13 @@ const CLEAR_PANIC: i32 = 10;
 const NEVER_WOKEN: i32 = 11;
 const OTHER_PANIC: i32 = 12;
 
-// Finding 2: an async wait on a process-shared cell must work across processes or
-// panic with a clear message (a shared cell type without async methods would make
-// this test a compile error instead: then it goes). Today the waker slab, with
-// pointers into the waiter's heap, sits in the shared page: the notifier in the
-// other process either faults on them or wakes nobody, and the waiter hangs.
+// Finding 2: an async wait on a process-shared cell must never fault or hang. The
+// waker slab, with pointers into the waiter's heap, would sit in the shared page,
+// where a notifier in the other process faults on them or wakes nobody; so making
+// the future on a shared cell panics, with a message that names the shared cell.
+// The test runs the waiter in a forked process, so that it would show a hang or a
+// fault too.
 #[test]
-#[ignore = "finding 2: fails until fixed"]
 fn finding_2_async_wait_on_a_shared_cell_neither_hangs_nor_faults() {
     if !in_child("finding_2_async_wait_on_a_shared_cell_neither_hangs_nor_faults") {
         return;
@@ -220,20 +245,20 @@ fn finding_2_async_wait_on_a_shared_cell_neither_hangs_nor_faults() {
     // The waiter may have refused before arming: let the notifier go on.
     shared.armed.store(1, Ordering::SeqCst);
     notifier.join().expect("the notifier's store");
-    assert!(
-        matches!(code, Some(WOKEN | CLEAR_PANIC)),
+    assert_eq!(
+        code,
+        Some(CLEAR_PANIC),
         "the async waiter in the other process ended with {code:?} \
          (0 woken, 10 clear panic, 11 never woken, 12 other panic, None hung or signal)"
     );
 }
 
 // Finding 3: a predicate that panics in the re-check made after the waiter announced
-// its park must not leave the announcement behind. Today `parked_waiters()` stays 1
-// with nobody waiting. (The same leak through the `assert!` in the waiter barrier and
-// the debug assertion in the futex wait needs an injected failure: a unit test in
-// the crate's sys layer, once it has a seam for the system calls.)
+// its park must not leave the announcement behind. Before the fix (a drop guard in
+// the park half) `parked_waiters()` stayed 1 with nobody waiting. (The same leak
+// through the `assert!` in the waiter barrier and a failing futex wait needs an
+// injected failure: unit tests in protocol.rs, through sys/linux.rs's injection.)
 #[test]
-#[ignore = "finding 3: fails until fixed"]
 fn finding_3_a_panicking_predicate_leaves_no_parked_waiter() {
     let _g = serial();
     let cell = WaitCell::with_policy(0, PARK_AT_ONCE);
@@ -264,11 +289,10 @@ impl Wake for PanickingWaker {
 }
 
 // Finding 4: a waker that panics when woken must not strand the other wakers taken in
-// the same batch. Today the notifier's loop unwinds at the first one and the rest are
-// dropped unwoken. (The other half of the finding, wakers cloned and dropped under
-// the registry lock, is `tokio_4129_*` in conformance.rs.)
+// the same batch. Before the fix the notifier's loop unwound at the first one and the
+// rest were dropped unwoken. (The other half of the finding, wakers cloned and
+// dropped under the registry lock, is `tokio_4129_*` in conformance.rs.)
 #[test]
-#[ignore = "finding 4: fails until fixed"]
 fn finding_4_a_panicking_waker_does_not_strand_its_batch() {
     let _g = serial();
     let cell = WaitCell::new(0);
@@ -288,9 +312,9 @@ fn finding_4_a_panicking_waker_does_not_strand_its_batch() {
 
 // Finding 5: `notify_one` must not starve an armed future while another keeps
 // re-arming. Two futures, ten `notify_one`s, the woken one re-polled (re-armed) after
-// each, as its task would: both must be woken. Today the lowest slot takes all ten.
+// each, as its task would: both must be woken. Before the fix the lowest slot took
+// all ten.
 #[test]
-#[ignore = "finding 5: fails until fixed"]
 fn finding_5_notify_one_does_not_starve_an_armed_future() {
     const NOTIFIES: usize = 10;
     let _g = serial();
@@ -325,11 +349,10 @@ fn membarrier_off() -> bool {
 }
 
 // Finding 6: re-polling a pending future with the same waker must not run
-// `membarrier` each time (parks skip it with the FENCED bit; arming does not). Today
-// 100 re-polls make 100 calls. Needs `--features test-counters`.
+// `membarrier` each time (arming follows the FENCED rule of parks). Before the fix
+// 100 re-polls made 100 calls. Needs `--features test-counters`.
 #[cfg(feature = "test-counters")]
 #[test]
-#[ignore = "finding 6: fails until fixed"]
 fn finding_6_repolls_do_not_run_membarrier_each_time() {
     use mwait::test_counters::membarrier_calls;
     const REPOLLS: u64 = 100;
@@ -416,9 +439,9 @@ fn install_seccomp(nr: libc::c_long, arg1: Option<u32>, action: u32) {
 
 // Finding 7: a futex wait that fails with an errno the ladder does not expect (here
 // ENOSYS, as under a seccomp policy; the same path as the EINVAL of a far deadline
-// with a 32-bit `time_t`) must neither panic nor spin until its deadline. Today a
-// debug build panics ("futex wait failed: Some(38)") and a release build loops on
-// the failing call for the whole 200 ms, re-checking the predicate tens of
+// with a 32-bit `time_t`) must neither panic nor spin until its deadline. Before the
+// fix a debug build panicked ("futex wait failed: Some(38)") and a release build
+// looped on the failing call for the whole 200 ms, re-checking the predicate tens of
 // thousands of times. A waiter that sleeps (or gives up) re-checks it a handful of
 // times; the bound below allows one re-check per 200 µs. The filter fails only
 // process-shared FUTEX_WAIT_BITSET, which std never uses, on one thread. (The
@@ -426,7 +449,6 @@ fn install_seccomp(nr: libc::c_long, arg1: Option<u32>, action: u32) {
 // crate's sys layer: a deadline of `u64::MAX` ns gives a non-negative `tv_sec` on
 // every target, checked on i686 too.)
 #[test]
-#[ignore = "finding 7: fails until fixed"]
 fn finding_7_an_unexpected_futex_errno_neither_panics_nor_spins() {
     const TIMEOUT: Duration = Duration::from_millis(200);
     const MAX_RECHECKS: u32 = 1_000;
@@ -477,11 +499,10 @@ extern "C" fn hold_forever(_: libc::c_int) {
 // registration. A seccomp filter traps that thread's `membarrier` call and holds it
 // in the SIGSYS handler, so that the registration's `OnceLock` is mid-initialisation
 // when the main thread forks; the forked child's first park on a private cell must
-// still return. Today it blocks for ever on the `OnceLock`. (The fix's
-// `mwait::prepare()` goes at the marked line; with it, the registration is settled
-// before the trapped thread starts, and the child parks normally.)
+// still return. Without `mwait::prepare()` before the trapped thread starts, it
+// blocks for ever on the `OnceLock`; with it, the registration is settled and the
+// child parks normally.
 #[test]
-#[ignore = "finding 8: fails until fixed"]
 fn finding_8_fork_during_registration_leaves_the_child_able_to_park() {
     if !in_child("finding_8_fork_during_registration_leaves_the_child_able_to_park") {
         return;
@@ -490,7 +511,7 @@ fn finding_8_fork_during_registration_leaves_the_child_able_to_park() {
         println!("MWAIT_MEMBARRIER=0: no registration to interrupt");
         return;
     }
-    // Phase 2: `mwait::prepare();` here.
+    mwait::prepare();
     // SAFETY: installs a handler that only stores to an atomic and calls pause(),
     // both async-signal-safe.
     unsafe {
@@ -526,11 +547,10 @@ fn finding_8_fork_during_registration_leaves_the_child_able_to_park() {
 // Finding 9: `Barrier::wait` must wake the parked parties once per generation (the
 // last arrival's release), not on every arrival. Four parties on the park tier, the
 // first three arriving one by one while the earlier ones are parked: each
-// generation may make one futex wake. Today every arrival after the first wakes the
-// parked ones, and the parties re-park. Needs `--features test-counters`.
+// generation may make one futex wake. Before the fix every arrival after the first
+// woke the parked ones, and the parties re-parked. Needs `--features test-counters`.
 #[cfg(feature = "test-counters")]
 #[test]
-#[ignore = "finding 9: fails until fixed"]
 fn finding_9_barrier_wakes_once_per_generation() {
     use mwait::test_counters::futex_wake_calls;
     use mwait::Barrier;

@@ -10,8 +10,10 @@ pub(crate) enum Parked {
     TimedOut,
 }
 
-/// What detection reports about the x86 wait instructions: the proof that the
-/// capability tokens of [`x86`] ask for (implemented by `Capabilities`).
+/// What detection on *this* CPU reports about the x86 wait instructions: the proof
+/// that the capability tokens of [`x86`] ask for. Implemented by `Capabilities`,
+/// which answers true only for the capabilities that `Capabilities::detect` found
+/// (a caller's edited or recorded copy proves nothing).
 // Only the real tokens of `x86_64.rs` read it.
 #[cfg_attr(not(all(target_arch = "x86_64", not(loom))), allow(dead_code))]
 pub(crate) trait CpuidWaits {

@@ -23,3 +23,22 @@ pub(crate) fn tsc_hz_from_cpuid<R: raw_cpuid::CpuIdReader>(raw: &R) -> Option<u6
     }
     None
 }
+
+/// This CPU's CPUID. Under Miri, which cannot execute the instruction, a CPU that
+/// answers every leaf with zeros: no vendor, no leaves, so no hardware wait.
+#[cfg(not(miri))]
+pub(crate) fn native_reader() -> impl raw_cpuid::CpuIdReader {
+    raw_cpuid::CpuIdReaderNative
+}
+
+/// This CPU's CPUID. Under Miri, which cannot execute the instruction, a CPU that
+/// answers every leaf with zeros: no vendor, no leaves, so no hardware wait.
+#[cfg(miri)]
+pub(crate) fn native_reader() -> impl raw_cpuid::CpuIdReader {
+    |_leaf: u32, _subleaf: u32| raw_cpuid::CpuIdResult {
+        eax: 0,
+        ebx: 0,
+        ecx: 0,
+        edx: 0,
+    }
+}

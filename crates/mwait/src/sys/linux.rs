@@ -29,6 +29,13 @@ fn futex_op(base: libc::c_int, shared: bool) -> libc::c_int {
 /// compares the word with `expected` under its hash-bucket lock before sleeping, which
 /// is what makes the park race-free: a store that lands after our caller's last check
 /// makes the comparison fail (`EAGAIN`).
+///
+/// An error the kernel does not document for this call (`ENOSYS` from a seccomp
+/// policy, say) cannot be fixed by retrying at once: the wait sleeps instead, for a
+/// time that doubles with each consecutive failure of this thread up to
+/// [`FUTEX_FAILED_SLEEP_MAX_US`] (never past the deadline), and reports a wake-up, so
+/// the caller re-checks its predicate a few hundred times a second at most instead of
+/// spinning on the failing call.
 pub(crate) fn wait(
     _queue: &Queue,
     word: &AtomicU32,
@@ -36,42 +43,87 @@ pub(crate) fn wait(
     deadline_ns: Option<u64>,
     shared: bool,
 ) -> Parked {
-    let ts;
-    let ts_ptr = match deadline_ns {
-        Some(d) => {
-            ts = libc::timespec {
-                tv_sec: (d / 1_000_000_000) as libc::time_t,
-                tv_nsec: (d % 1_000_000_000) as libc::c_long,
-            };
-            &ts as *const libc::timespec
-        }
-        None => core::ptr::null(),
+    let ts = deadline_ns.map(timespec_of);
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(core::ptr::null(), |t| t as *const libc::timespec);
+    let r = match inject::futex_wait_errno() {
+        Some(e) => Err(e),
+        // SAFETY: `word` is a valid, aligned u32 for the duration of the call; the
+        // timespec (when given) outlives the call; FUTEX_WAIT_BITSET with MATCH_ANY
+        // takes an absolute CLOCK_MONOTONIC timeout, as passed.
+        None => match unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                futex_op(libc::FUTEX_WAIT_BITSET, shared),
+                expected,
+                ts_ptr,
+                core::ptr::null::<u32>(),
+                libc::FUTEX_BITSET_MATCH_ANY,
+            )
+        } {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)),
+        },
     };
-    // SAFETY: `word` is a valid, aligned u32 for the duration of the call; the
-    // timespec (when given) outlives the call; FUTEX_WAIT_BITSET with MATCH_ANY takes
-    // an absolute CLOCK_MONOTONIC timeout, as passed.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            futex_op(libc::FUTEX_WAIT_BITSET, shared),
-            expected,
-            ts_ptr,
-            core::ptr::null::<u32>(),
-            libc::FUTEX_BITSET_MATCH_ANY,
-        )
-    };
-    if r == 0 {
-        return Parked::Woken;
-    }
-    match std::io::Error::last_os_error().raw_os_error() {
-        Some(libc::ETIMEDOUT) => Parked::TimedOut,
-        // EAGAIN: the value changed before we slept. EINTR: a signal.
-        Some(libc::EAGAIN) | Some(libc::EINTR) => Parked::Woken,
-        e => {
-            debug_assert!(false, "futex wait failed: {e:?}");
+    match r {
+        Ok(()) | Err(libc::EAGAIN) | Err(libc::EINTR) => {
+            // Woken, the value changed before we slept (EAGAIN), or a signal.
+            FUTEX_FAILURES.with(|f| f.set(0));
             Parked::Woken
         }
+        Err(libc::ETIMEDOUT) => Parked::TimedOut,
+        Err(_) => sleep_after_failure(deadline_ns),
+    }
+}
+
+/// The longest sleep in place of a futex wait that failed with an unexpected error:
+/// the latency a store has for such a waiter.
+pub(crate) const FUTEX_FAILED_SLEEP_MAX_US: u64 = 1_000;
+
+std::thread_local! {
+    /// Consecutive futex waits of this thread that failed with an unexpected error.
+    static FUTEX_FAILURES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// The bounded sleep of a futex wait that failed with an unexpected error: 1 µs,
+/// doubling with each consecutive failure up to [`FUTEX_FAILED_SLEEP_MAX_US`], cut at
+/// the deadline.
+#[cold]
+fn sleep_after_failure(deadline_ns: Option<u64>) -> Parked {
+    let failures = FUTEX_FAILURES.with(|f| {
+        let n = f.get();
+        f.set(n.saturating_add(1));
+        n
+    });
+    let mut sleep_ns = (1_000u64 << failures.min(10)).min(FUTEX_FAILED_SLEEP_MAX_US * 1_000);
+    if let Some(d) = deadline_ns {
+        let now = super::clock::now_ns();
+        if now >= d {
+            return Parked::TimedOut;
+        }
+        sleep_ns = sleep_ns.min(d - now);
+    }
+    std::thread::sleep(std::time::Duration::from_nanos(sleep_ns));
+    Parked::Woken
+}
+
+/// An absolute deadline in ns as a `timespec`, its seconds clamped to `time_t` (a
+/// deadline past 2038 with a 32-bit `time_t` would otherwise wrap negative, which the
+/// kernel refuses with `EINVAL`); a clamped deadline is still centuries away.
+fn timespec_of(deadline_ns: u64) -> libc::timespec {
+    const NS_PER_S: u64 = 1_000_000_000;
+    match libc::time_t::try_from(deadline_ns / NS_PER_S) {
+        Ok(tv_sec) => libc::timespec {
+            tv_sec,
+            // Below 10^9: fits every `c_long`.
+            tv_nsec: (deadline_ns % NS_PER_S) as libc::c_long,
+        },
+        Err(_) => libc::timespec {
+            tv_sec: libc::time_t::MAX,
+            tv_nsec: 0,
+        },
     }
 }
 
@@ -108,15 +160,7 @@ pub(crate) fn light_notify() -> bool {
 /// first call registers; every waiter blocks on that one-time registration, so no
 /// waiter can take the fence path once a notifier may take the light one.
 pub(crate) fn waiter_barrier() {
-    static REGISTERED: OnceLock<bool> = OnceLock::new();
-    let light = *REGISTERED.get_or_init(|| {
-        let ok = membarrier_wanted() && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
-        if ok {
-            LIGHT_NOTIFY.store(true, Ordering::SeqCst);
-        }
-        ok
-    });
-    if !light {
+    if !registered() {
         fence(Ordering::SeqCst);
         return;
     }
@@ -134,6 +178,28 @@ pub(crate) fn waiter_barrier() {
     }
 }
 
+/// Whether this process is registered for `membarrier(PRIVATE_EXPEDITED)`: the first
+/// call tries to register, every call blocks until that try has ended.
+fn registered() -> bool {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    *REGISTERED.get_or_init(|| {
+        // Miri has no membarrier: its waiters fence, its notifiers never take the
+        // light path.
+        let ok = !cfg!(miri)
+            && membarrier_wanted()
+            && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+        if ok {
+            LIGHT_NOTIFY.store(true, Ordering::SeqCst);
+        }
+        ok
+    })
+}
+
+/// Settles the one-time `membarrier` registration (see [`super::park`]).
+pub(crate) fn prepare() {
+    registered();
+}
+
 /// Whether the asymmetric barrier is wanted: `MWAIT_MEMBARRIER=0` turns it off (then
 /// every notify is a locked `xchg` and every park a plain fence).
 fn membarrier_wanted() -> bool {
@@ -146,6 +212,9 @@ const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
 fn membarrier(cmd: libc::c_int) -> libc::c_long {
     counters::count(Counter::Membarrier);
+    if inject::membarrier_fails() {
+        return -1;
+    }
     // SAFETY: membarrier takes two integers and a cpu id (unused without the CPU
     // flag) and touches no user memory.
     unsafe {
@@ -161,6 +230,10 @@ fn membarrier(cmd: libc::c_int) -> libc::c_long {
 /// The CPU the calling thread runs on (`u32::MAX` where unknown).
 #[inline]
 pub(crate) fn current_cpu() -> u32 {
+    if cfg!(miri) {
+        // Miri has no sched_getcpu: unknown.
+        return u32::MAX;
+    }
     // SAFETY: sched_getcpu takes no arguments and only reads the vDSO/rseq data.
     let c = unsafe { libc::sched_getcpu() };
     u32::try_from(c).unwrap_or(u32::MAX)
@@ -170,7 +243,7 @@ pub(crate) fn current_cpu() -> u32 {
 /// `/proc/loadavg`, `running/total`; the reading thread counts itself); `None` when
 /// unreadable.
 pub(crate) fn running_threads() -> Option<usize> {
-    let s = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let s = super::host::read("/proc/loadavg")?;
     let field = s.split_whitespace().nth(3)?;
     field.split('/').next()?.parse::<usize>().ok()
 }
@@ -218,5 +291,83 @@ impl ThreadCpus {
         let n = core::mem::size_of::<libc::cpu_set_t>();
         // SAFETY: `set` is a valid cpu_set_t of `n` bytes; pid 0 is this thread.
         unsafe { libc::sched_setaffinity(0, n, &set) == 0 }
+    }
+}
+
+/// Failures that the crate's unit tests inject into this thread's system calls, to
+/// test the paths that only a broken kernel or a seccomp policy would take. Outside
+/// `cfg(test)` they are constants that inject nothing.
+pub(crate) mod inject {
+    #[cfg(test)]
+    std::thread_local! {
+        static MEMBARRIER_FAILS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        static FUTEX_WAIT_ERRNO: std::cell::Cell<Option<i32>> =
+            const { std::cell::Cell::new(None) };
+    }
+
+    /// Whether this thread's `membarrier` calls fail.
+    #[inline(always)]
+    pub(super) fn membarrier_fails() -> bool {
+        #[cfg(test)]
+        return MEMBARRIER_FAILS.with(|f| f.get());
+        #[cfg(not(test))]
+        false
+    }
+
+    /// The error this thread's futex waits fail with, if any.
+    #[inline(always)]
+    pub(super) fn futex_wait_errno() -> Option<i32> {
+        #[cfg(test)]
+        return FUTEX_WAIT_ERRNO.with(|f| f.get());
+        #[cfg(not(test))]
+        None
+    }
+
+    /// Makes this thread's `membarrier` calls fail (or succeed again).
+    #[cfg(test)]
+    pub(crate) fn set_membarrier_fails(fails: bool) {
+        MEMBARRIER_FAILS.with(|f| f.set(fails));
+    }
+
+    /// Makes this thread's futex waits fail with `errno` (`None`: call the kernel).
+    #[cfg(test)]
+    pub(crate) fn set_futex_wait_errno(errno: Option<i32>) {
+        FUTEX_WAIT_ERRNO.with(|f| f.set(errno));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_far_deadline_gives_a_non_negative_tv_sec() {
+        let ts = timespec_of(u64::MAX);
+        assert!(ts.tv_sec > 0, "tv_sec {}", ts.tv_sec);
+        assert!((0..1_000_000_000).contains(&ts.tv_nsec));
+        let ts = timespec_of(1_500_000_000);
+        assert_eq!((ts.tv_sec, ts.tv_nsec), (1, 500_000_000));
+    }
+
+    #[test]
+    fn an_unexpected_futex_error_sleeps_and_reports_a_wake_up() {
+        let word = AtomicU32::new(0);
+        inject::set_futex_wait_errno(Some(libc::ENOSYS));
+        let far = super::super::clock::now_ns() + 10_000_000_000;
+        let r = wait(&Queue, &word, 0, Some(far), false);
+        let past = wait(&Queue, &word, 0, Some(0), false);
+        inject::set_futex_wait_errno(None);
+        assert_eq!(r, Parked::Woken);
+        assert_eq!(past, Parked::TimedOut, "a passed deadline ends the wait");
+        assert!(
+            FUTEX_FAILURES.with(|f| f.get()) >= 1,
+            "failures are counted"
+        );
+        let _ = wait(&Queue, &word, 1, None, false);
+        assert_eq!(
+            FUTEX_FAILURES.with(|f| f.get()),
+            0,
+            "EAGAIN resets the count"
+        );
     }
 }

@@ -9,25 +9,43 @@ use crate::primitive::{AtomicU32, Ordering};
 // Loom cannot model `membarrier`: notifiers never take the light path, and the
 // model machine has no CPUs to tell apart and is never oversubscribed.
 pub(crate) use super::plain::{
-    current_cpu, light_notify, running_threads, usable_cpus, waiter_barrier, ThreadCpus,
+    current_cpu, light_notify, prepare, running_threads, usable_cpus, waiter_barrier, ThreadCpus,
 };
 
-/// The sleep queue of one cell. Timed waits never sleep in the model (a timeout may
-/// fire at any moment, so returning at once is one of the behaviours a real timed
-/// wait has).
+/// The sleep queue of one cell: how many threads sleep in it, and the wake-ups
+/// granted to them and not yet taken, under one mutex (the kernel's bucket lock).
+/// A wake of `n` grants `min(n, sleepers - granted)` tickets; a sleeper returns only
+/// with a ticket, so `wake(1)` wakes exactly one sleeper, as `FUTEX_WAKE` does.
+/// Timed waits never sleep in the model (a timeout may fire at any moment, so
+/// returning at once is one of the behaviours a real timed wait has).
 #[derive(Debug, Default)]
 pub(crate) struct Queue {
-    lock: loom::sync::Mutex<()>,
+    lock: loom::sync::Mutex<Sleep>,
     cv: loom::sync::Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Sleep {
+    /// Threads inside [`wait`]'s sleep.
+    sleepers: u32,
+    /// Wake-ups granted and not yet taken by a sleeper.
+    tickets: u32,
+    /// Sleepers woken so far (tickets taken), for the models' checks.
+    woken: u32,
 }
 
 impl Queue {
     pub(crate) fn new() -> Queue {
         Queue::default()
     }
+
+    /// How many sleepers wakes have woken so far.
+    pub(crate) fn woken(&self) -> u32 {
+        self.lock.lock().unwrap().woken
+    }
 }
 
-/// Compares under the queue's lock, then sleeps on its condvar.
+/// Compares under the queue's lock, then sleeps until it takes a ticket.
 pub(crate) fn wait(
     queue: &Queue,
     word: &AtomicU32,
@@ -35,22 +53,33 @@ pub(crate) fn wait(
     deadline_ns: Option<u64>,
     _shared: bool,
 ) -> Parked {
-    let g = queue.lock.lock().unwrap();
+    let mut g = queue.lock.lock().unwrap();
     if word.load(Ordering::SeqCst) != expected {
         return Parked::Woken;
     }
     if deadline_ns.is_some() {
         return Parked::TimedOut;
     }
-    drop(queue.cv.wait(g).unwrap());
+    g.sleepers += 1;
+    while g.tickets == 0 {
+        g = queue.cv.wait(g).unwrap();
+    }
+    g.tickets -= 1;
+    g.sleepers -= 1;
+    g.woken += 1;
     Parked::Woken
 }
 
-/// Wakes every sleeper of the queue (waking more than `n` is allowed: they re-check).
-pub(crate) fn wake(queue: &Queue, _word: &AtomicU32, _n: u32, _shared: bool) -> usize {
-    let _g = queue.lock.lock().unwrap();
-    queue.cv.notify_all();
-    0
+/// Wakes up to `n` sleepers of the queue (`u32::MAX`: all); returns how many.
+pub(crate) fn wake(queue: &Queue, _word: &AtomicU32, n: u32, _shared: bool) -> usize {
+    let mut g = queue.lock.lock().unwrap();
+    let grant = n.min(g.sleepers - g.tickets);
+    g.tickets += grant;
+    if grant > 0 {
+        // Every sleeper looks; those without a ticket sleep again.
+        queue.cv.notify_all();
+    }
+    grant as usize
 }
 
 /// Model time: every reading advances this thread's clock by [`LOOM_TICK_NS`], so spin

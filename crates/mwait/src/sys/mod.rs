@@ -23,7 +23,8 @@
 //! in `no_x86.rs`, whose tokens cannot be built, elsewhere); the `/dev/mwait` calls
 //! are `dev_mwait.rs` (Linux on x86-64 only, `no_dev_mwait.rs` elsewhere); the clock
 //! is `clock.rs`; the counters of the `test-counters` feature are `counters.rs`;
-//! RDTSC and the TSC rate are `tsc.rs`, shared CPUID decoding `cpuid.rs`; `plain.rs`
+//! RDTSC and the TSC rate are `tsc.rs`, shared CPUID decoding (and this CPU's CPUID
+//! reader) `cpuid.rs`; reads of the host's files `host.rs`; `plain.rs`
 //! has the parts of a platform without a process-wide barrier; `contract.rs` the types
 //! the platform files share with the layers above.
 
@@ -31,6 +32,7 @@ mod contract;
 pub(crate) use contract::{CpuidWaits, ShimWake};
 
 pub(crate) mod clock;
+pub(crate) mod host;
 // The loom model counts nothing.
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) mod counters;
@@ -91,6 +93,9 @@ pub(crate) mod dev_mwait;
 
 #[cfg(not(loom))]
 pub(crate) use no_model::{model_hardware, ModelHardware};
+/// The failures unit tests inject into system calls (Linux's membarrier and futex).
+#[cfg(all(test, target_os = "linux", not(loom)))]
+pub(crate) use platform::inject;
 pub(crate) use platform::{current_cpu, running_threads, usable_cpus, ThreadCpus};
 #[cfg(loom)]
 pub(crate) use platform::{model_hardware, ModelHardware};
@@ -144,13 +149,15 @@ pub(crate) const HAS_DEV_MWAIT: bool = dev_mwait::AVAILABLE;
 /// - [`waiter_barrier`]: the waiter's half of the barrier between announcing a
 ///   sleeper and re-checking the word (see `protocol.rs`): a `SeqCst` fence at
 ///   least; something heavier (`membarrier`) where [`light_notify`] can return true.
+/// - [`prepare`]: settles the one-time set-up of [`waiter_barrier`] (`membarrier`
+///   registration), so that a child of `fork()` never finds it half done.
 /// - [`light_notify`]: whether notifiers may order their store before their look at
 ///   the sleeper count with a compiler barrier alone. It may return true only after
 ///   every later [`waiter_barrier`] is a process-wide barrier (every CPU running a
 ///   thread of this process executes a full barrier before it returns).
 pub(crate) mod park {
     pub(crate) use super::contract::Parked;
-    pub(crate) use super::platform::{light_notify, wait, waiter_barrier, wake, Queue};
+    pub(crate) use super::platform::{light_notify, prepare, wait, waiter_barrier, wake, Queue};
 
     /// `wake`'s `n` for "every sleeper".
     pub(crate) const ALL: u32 = u32::MAX;

@@ -16,6 +16,9 @@ pub(crate) fn waiter_barrier() {
     fence(Ordering::SeqCst);
 }
 
+/// Nothing to settle: the barrier needs no registration.
+pub(crate) fn prepare() {}
+
 /// Nothing to keep beside the word: for a platform whose OS call (or table) keys
 /// sleepers by address.
 #[derive(Debug, Default)]

@@ -37,7 +37,7 @@ static RATE: OnceLock<TscRate> = OnceLock::new();
 /// The TSC rate of this machine (CPUID or a one-time calibration).
 pub(crate) fn rate() -> TscRate {
     *RATE.get_or_init(
-        || match super::cpuid::tsc_hz_from_cpuid(&raw_cpuid::CpuIdReaderNative) {
+        || match super::cpuid::tsc_hz_from_cpuid(&super::cpuid::native_reader()) {
             Some(hz) if hz > 0 => TscRate {
                 hz,
                 calibrated: false,

@@ -149,20 +149,30 @@ pub(crate) fn light_notify() -> bool {
 /// waiter blocks on that one-time decision, so no waiter uses a mere fence once a
 /// notifier may take the light path.
 pub(crate) fn waiter_barrier() {
-    static LIGHT: OnceLock<bool> = OnceLock::new();
-    let light = *LIGHT.get_or_init(|| {
-        let ok = membarrier_wanted() && !under_wine();
-        if ok {
-            LIGHT_NOTIFY.store(true, Ordering::SeqCst);
-        }
-        ok
-    });
-    if light {
+    if light() {
         // SAFETY: FlushProcessWriteBuffers takes no arguments and cannot fail.
         unsafe { FlushProcessWriteBuffers() };
     } else {
         fence(Ordering::SeqCst);
     }
+}
+
+/// Whether waiters use `FlushProcessWriteBuffers` (and notifiers the light path): the
+/// first call decides, every call blocks until that decision is made.
+fn light() -> bool {
+    static LIGHT: OnceLock<bool> = OnceLock::new();
+    *LIGHT.get_or_init(|| {
+        let ok = membarrier_wanted() && !under_wine();
+        if ok {
+            LIGHT_NOTIFY.store(true, Ordering::SeqCst);
+        }
+        ok
+    })
+}
+
+/// Settles the one-time choice of the waiter barrier (see [`super::park`]).
+pub(crate) fn prepare() {
+    light();
 }
 
 /// Whether the asymmetric barrier is wanted: `MWAIT_MEMBARRIER=0` turns it off, as on
