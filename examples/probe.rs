@@ -4,10 +4,14 @@
 //!
 //! Each row is a two-thread ping-pong on one cell (threads pinned to two CPUs when the
 //! process may use two): the timed thread stores an odd value and waits for the next
-//! even one, which the partner stores. One sample is one round trip. The run takes
-//! about `ROWS x PER_ROW` (under 30 s in all).
+//! even one, which the partner stores. One sample is one round trip. For the rows of
+//! a `WaitCell`, the last column is the share of the timed waits (both threads') that
+//! ended spinning, in the hardware tier and parked, from the cell's own counts
+//! (`WaitCell::stats`), so that a row where everything parks shows at a glance. The
+//! run takes about `ROWS x PER_ROW` (under 30 s in all), and ends with the process's
+//! estimates and budgets (`mwait::stats`).
 
-use mwait::{Backend, Capabilities, WaitCell, WaitPolicy};
+use mwait::{Backend, Capabilities, WaitCell, WaitPolicy, WaitStats};
 use mwait_support::{percentile, pin_to_cpu, sample_for};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -52,7 +56,7 @@ fn main() {
         PER_ROW
     );
 
-    let mut rows: Vec<(String, Vec<u64>)> = Vec::new();
+    let mut rows: Vec<(String, Row)> = Vec::new();
     rows.push((
         format!("waitcell (default: {})", sel.backend),
         waitcell_rtt(WaitPolicy::new(), pin),
@@ -75,36 +79,49 @@ fn main() {
             ));
         }
     }
-    rows.push(("std Mutex + Condvar".into(), condvar_rtt(pin)));
+    rows.push(("std Mutex + Condvar".into(), (condvar_rtt(pin), None)));
 
     let base = rows
         .iter()
         .find(|r| r.0.starts_with("std"))
-        .map(|r| percentile(&r.1, 50.0))
+        .map(|r| percentile(&r.1 .0, 50.0))
         .unwrap_or(1);
     println!(
-        "{:<36} {:>10} {:>10} {:>10} {:>12}",
+        "{:<36} {:>10} {:>10} {:>10} {:>12}  spin / hw / park",
         "mechanism", "p50 ns", "p99 ns", "samples", "p50 vs condvar"
     );
-    for (name, s) in &rows {
+    for (name, (s, tiers)) in &rows {
         let p50 = percentile(s, 50.0);
+        let tiers = tiers.map_or("n/a".to_string(), |t| {
+            let (spin, hw, park) = t.shares();
+            format!("{spin:.0} % / {hw:.0} % / {park:.0} %")
+        });
         println!(
-            "{:<36} {:>10} {:>10} {:>10} {:>11.2}x",
+            "{:<36} {:>10} {:>10} {:>10} {:>11.2}x  {}",
             name,
             p50,
             percentile(s, 99.0),
             s.len(),
-            p50 as f64 / base.max(1) as f64
+            p50 as f64 / base.max(1) as f64,
+            tiers
         );
     }
+    println!(
+        "\n== this process's waits, estimates and budgets ==\n{}",
+        mwait::stats()
+    );
     println!(
         "\nNoise: one run on a shared machine; compare rows with each other, not with \
          other runs. Full suite: cargo xtask bench."
     );
 }
 
-/// Ping-pong on a `WaitCell` with `policy` on both sides; returns round-trip samples.
-fn waitcell_rtt(policy: WaitPolicy, pin: bool) -> Vec<u64> {
+/// One row's round-trip samples and, for a `WaitCell`, what its timed waits did.
+type Row = (Vec<u64>, Option<WaitStats>);
+
+/// Ping-pong on a `WaitCell` with `policy` on both sides; returns round-trip samples
+/// and what the timed waits did (the cell's counts over the timed part).
+fn waitcell_rtt(policy: WaitPolicy, pin: bool) -> Row {
     let cell = Arc::new(WaitCell::new(0));
     let partner = {
         let cell = cell.clone();
@@ -134,10 +151,12 @@ fn waitcell_rtt(policy: WaitPolicy, pin: bool) -> Vec<u64> {
     for _ in 0..WARMUP_ROUND_TRIPS {
         round_trip();
     }
+    let before = cell.stats();
     let samples = sample_for(PER_ROW, MAX_SAMPLES, round_trip);
+    let tiers = cell.stats().since(&before);
     cell.store(u32::MAX);
     partner.join().unwrap();
-    samples
+    (samples, Some(tiers))
 }
 
 /// The same ping-pong on `std::sync::Mutex` + `Condvar`.

@@ -163,13 +163,21 @@ pub struct TierShares {
     pub park: f64,
 }
 
-/// TIER-SHARES HOOK: where each cold run reads which tier its waits ended in, once
-/// the crate offers its `mwait::stats()` (issue 14). Until then there is nothing
-/// to read and this returns `None`, which the report prints as "n/a"; it must not
-/// be estimated from timings. Each cold run is a process of its own, so the
-/// process-wide counts read here belong to that one scenario and mechanism.
+/// Which tier the waits of this cold run ended in, from the crate's own counts
+/// (`mwait::stats()`): each cold run is a process of its own, so the process-wide
+/// counts belong to that one scenario and mechanism. `None` where no wait went
+/// through the crate (a futex or PAUSE mechanism), which the report prints as "n/a".
 pub fn tier_shares() -> Option<TierShares> {
-    None
+    let waits = mwait::stats().waits;
+    (waits.waits() > 0).then(|| {
+        // `shares` is in per cent, the report's shares are fractions.
+        let (spin, hardware, park) = waits.shares();
+        TierShares {
+            spin: spin / 100.0,
+            hardware: hardware / 100.0,
+            park: park / 100.0,
+        }
+    })
 }
 
 /// The child's command line for `scenario` with the mechanism `name`: `amount` is

@@ -5,14 +5,12 @@
 //! The ordering argument behind the writers and the park is in `protocol.rs` ("Notes
 //! about memory ordering"); the tier ladder is `ladder/`.
 
-use crate::backend::spin;
 use crate::future::{WaitUntil, WaitUntilTimer};
 use crate::ladder::adapt::Adaptive;
-use crate::ladder::{self, Ended, Outcome, WaitResult, Waiter};
+use crate::ladder::stats::{CellStats, WaitStats};
+use crate::ladder::{self, estimate, Ended, Outcome, WaitResult, Waiter};
 use crate::policy::WaitPolicy;
-use crate::primitive::{
-    const_fn_unless_loom, fence, spin_hint, AtomicU32, Ordering, SPIN_ROUND_LOADS_CAP,
-};
+use crate::primitive::{const_fn_unless_loom, fence, spin_hint, AtomicU32, Ordering};
 use crate::protocol::{MonitorLine, Sleepers};
 use crate::sys::clock;
 use crate::sys::park;
@@ -20,20 +18,17 @@ use std::fmt;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-/// Loads (each after a pause) of the inline spin before the ladder: two rounds of the
-/// spin tier, a fraction of a microsecond (one in the loom model, which needs only to
-/// see the path).
-const QUICK_SPIN_LOADS: u32 = if 2 * spin::LOADS_PER_CLOCK_READ < SPIN_ROUND_LOADS_CAP {
-    2 * spin::LOADS_PER_CLOCK_READ
-} else {
-    SPIN_ROUND_LOADS_CAP
-};
-
-/// The rest of the cell, on the next line: read by waiters, written only by waiters.
+/// The rest of the cell, on the next lines: read by waiters, written only by waiters
+/// (and the wake stamp, on the notify slow path). The statistics are eight 32-bit
+/// counters, so the cell stays 256 bytes, and they sit at offset 128, in the second
+/// 128-byte pair of lines: a waiter writes them on every wait, and the line beside
+/// the monitor line (in its 128-byte pair, which adjacent-line prefetchers fetch
+/// together into the notifier's cache) is kept to what waiters mostly read.
 #[repr(C, align(64))]
 struct WaiterLine {
     adapt: Adaptive,
     policy: WaitPolicy,
+    stats: CellStats,
     sleepers: Sleepers,
 }
 
@@ -82,6 +77,7 @@ impl fmt::Debug for WaitCell {
             .field("value", &self.load())
             .field("parked", &self.line.parked())
             .field("policy", &self.waiters.policy)
+            .field("stats", &self.stats())
             .finish()
     }
 }
@@ -146,6 +142,7 @@ impl WaitCell {
                 waiters: WaiterLine {
                     adapt: Adaptive::new(),
                     policy,
+                    stats: CellStats::new(),
                     sleepers: Sleepers::new(shared),
                 },
             }
@@ -353,6 +350,7 @@ impl WaitCell {
             line: &self.line,
             sleepers: &self.waiters.sleepers,
             adapt: &self.waiters.adapt,
+            stats: &self.waiters.stats,
         }
     }
 
@@ -392,10 +390,14 @@ impl WaitCell {
     pub fn wait_until_with(&self, mut pred: impl FnMut(u32) -> bool, policy: &WaitPolicy) -> u32 {
         let v = self.load();
         if pred(v) {
-            return ladder::end(Outcome::before_ladder(v, Ended::Entry)).value;
+            return ladder::end(&self.waiters.stats, Outcome::before_ladder(v, Ended::Entry)).value;
         }
         if let Some(v) = self.quick_spin(&mut pred, policy) {
-            return ladder::end(Outcome::before_ladder(v, Ended::Inline)).value;
+            return ladder::end(
+                &self.waiters.stats,
+                Outcome::before_ladder(v, Ended::Inline),
+            )
+            .value;
         }
         ladder::run(self.waiter(), &mut pred, None, policy).value
     }
@@ -404,15 +406,17 @@ impl WaitCell {
     /// last spin caught the change: a partner that answers within a few hundred ns
     /// (a ping-pong between nearby cores) is then seen without entering the ladder
     /// at all, whose call, policy resolution and bookkeeping would sit on the round
-    /// trip. At most
-    /// `QUICK_SPIN_LOADS` pauses; the ladder's own budget starts after them. Untimed
-    /// waits only.
+    /// trip. About `ladder::estimate::INLINE_SPIN_NS` (1 µs) of loads at the measured
+    /// cost of a spin round, within bounds (`estimate::inline_spin_loads`; one load in
+    /// the loom model, which needs only to see the path); the ladder's own budget
+    /// starts after them. Untimed waits only, and only where the policy spins.
     #[inline(always)]
     fn quick_spin(&self, pred: &mut impl FnMut(u32) -> bool, policy: &WaitPolicy) -> Option<u32> {
         if !(policy.allows_quick_spin() && self.waiters.adapt.quick_spin_ok()) {
             return None;
         }
-        for _ in 0..QUICK_SPIN_LOADS {
+        let loads = estimate::inline_spin_loads();
+        for _ in 0..loads {
             spin_hint();
             let v = self.line.value.load(Ordering::Acquire);
             if pred(v) {
@@ -517,11 +521,34 @@ impl WaitCell {
     ) -> WaitResult {
         let v = self.load();
         if pred(v) {
-            return ladder::end(Outcome::before_ladder(v, Ended::Entry)).result();
+            return ladder::end(&self.waiters.stats, Outcome::before_ladder(v, Ended::Entry))
+                .result();
         }
         // No inline round here: it does not read the clock, and a timed wait keeps
         // the ladder's bound on how far it may run past its deadline (one round).
         ladder::run(self.waiter(), &mut pred, Some(deadline_ns), policy).result()
+    }
+
+    /// What the waits on this cell did: how many ended in the inline spin, the spin
+    /// tier, the hardware tier, a park or a timeout, the hand-off spins and their
+    /// successes, the spurious hardware returns. A wait whose predicate held at the
+    /// first look is not counted. The counters are 32-bit per cell (they wrap after
+    /// 2^32 waits); [`stats`](crate::stats()) has the process's 64-bit totals and the
+    /// estimates.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mwait::WaitCell;
+    /// use std::time::Duration;
+    ///
+    /// let cell = WaitCell::new(0);
+    /// let _ = cell.wait_until_timeout(|v| v == 1, Duration::from_millis(1));
+    /// let s = cell.stats();
+    /// assert_eq!((s.waits(), s.timeout), (1, 1));
+    /// ```
+    pub fn stats(&self) -> WaitStats {
+        self.waiters.stats.snapshot()
     }
 
     /// How many waiters are parked right now (a snapshot, for tests and reports).
@@ -621,5 +648,18 @@ impl WaitCell {
         T: Future<Output = ()>,
     {
         WaitUntilTimer::new(self.wait_until_async(pred), timer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn the_counters_sit_off_the_monitor_lines_pair_and_the_cell_is_256_bytes() {
+        let stats = offset_of!(WaitCell, waiters) + offset_of!(WaiterLine, stats);
+        assert!(stats >= 128, "{stats}");
+        assert_eq!(size_of::<WaitCell>(), 256);
     }
 }

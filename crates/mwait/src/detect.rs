@@ -42,7 +42,10 @@ pub struct OsFacts {
     pub umwait_control: Option<UmwaitControl>,
     /// Whether `/dev/mwait` (the kernel shim) exists.
     pub dev_mwait: bool,
-    /// How many CPUs this process may run on (its affinity mask).
+    /// How many CPUs this process may use: the online CPUs within its cgroup's cpuset
+    /// (`cpuset.cpus.effective`), at most its CPU quota (`cpu.max`, rounded up to
+    /// whole CPUs), at least 1. Not any thread's affinity mask: a thread that pinned
+    /// itself before the first wait does not make the process a one-CPU process.
     pub usable_cpus: usize,
 }
 
@@ -107,7 +110,8 @@ pub struct Capabilities {
     pub umwait_control: Option<UmwaitControl>,
     /// Whether `/dev/mwait` exists.
     pub dev_mwait: bool,
-    /// CPUs this process may run on.
+    /// CPUs this process may use ([`OsFacts::usable_cpus`]: the online CPUs within
+    /// the cgroup's cpuset and CPU quota, not the calling thread's affinity mask).
     pub usable_cpus: usize,
 }
 
@@ -347,7 +351,8 @@ fn read_umwait_control() -> Option<UmwaitControl> {
     })
 }
 
-/// CPUs in this process's affinity mask (at least 1).
+/// CPUs this process may use (at least 1): the online CPUs within its cgroup's cpuset
+/// and CPU quota, never the calling thread's affinity mask (`sys::usable_cpus`).
 pub(crate) fn usable_cpus() -> usize {
     sys::usable_cpus()
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))

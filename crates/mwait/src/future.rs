@@ -112,7 +112,11 @@ impl<'a, F: FnMut(u32) -> bool> WaitUntil<'a, F> {
         let v = self.load();
         if (self.pred)(v) {
             return Some(
-                ladder::end(ladder::Outcome::before_ladder(v, ladder::Ended::Entry)).value,
+                ladder::end(
+                    self.cell.stats,
+                    ladder::Outcome::before_ladder(v, ladder::Ended::Entry),
+                )
+                .value,
             );
         }
         ladder::run(self.cell, &mut self.pred, Some(deadline_ns), &policy)

@@ -146,6 +146,7 @@ pub use barrier::Barrier;
 pub use cell::WaitCell;
 pub use detect::{Capabilities, OsFacts, UmwaitControl, Vendor};
 pub use future::{WaitUntil, WaitUntilTimer};
+pub use ladder::stats::{stats, ProcessStats, WaitStats};
 pub use ladder::WaitResult;
 pub use policy::{prepare, WaitPolicy};
 /// The CPUID crate whose [`CpuIdReader`](raw_cpuid::CpuIdReader) feeds

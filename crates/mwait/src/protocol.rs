@@ -166,6 +166,10 @@ pub(crate) struct Sleepers {
     queue: Queue,
     registry: Registry,
     shared: bool,
+    /// The notifier's clock reading right before its last `futex_wake` (0: none yet):
+    /// written on the slow path only, read by a woken waiter to measure its wake-up
+    /// latency (`ladder::estimate`). A statistic: relaxed std atomic, not modelled.
+    wake_stamp: std::sync::atomic::AtomicU64,
 }
 
 impl Sleepers {
@@ -175,6 +179,7 @@ impl Sleepers {
                 queue: Queue::new(),
                 registry: Registry::new(),
                 shared,
+                wake_stamp: std::sync::atomic::AtomicU64::new(0),
             }
         }
     }
@@ -189,6 +194,12 @@ impl Sleepers {
     #[inline]
     pub(crate) fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// The clock reading of the last `futex_wake` on this cell (0: none yet).
+    #[inline]
+    pub(crate) fn wake_stamp(&self) -> u64 {
+        self.wake_stamp.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The platform's sleep queue (the loom models count its wakes).
@@ -274,6 +285,11 @@ impl MonitorLine {
             }
         }
         if state & PARKED_MASK != 0 {
+            // The wake stamp, on this path only: it makes a system call anyway.
+            s.wake_stamp.store(
+                crate::sys::clock::now_ns(),
+                std::sync::atomic::Ordering::Relaxed,
+            );
             park::wake(&s.queue, &self.value, n, s.shared);
             on_woke.parked_woken();
         }

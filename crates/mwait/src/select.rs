@@ -8,10 +8,15 @@ use crate::detect::Capabilities;
 use std::fmt;
 use std::sync::OnceLock;
 
-/// Default spin budget on bare metal: about one cache-line round trip between
-/// sockets plus the partner's reaction time, and what libc++ uses for `atomic::wait`.
+/// The spin budget on bare metal of a wait that does not adapt (`WaitPolicy::adaptive(false)`
+/// with the automatic budget): about one cache-line round trip between sockets plus
+/// the partner's reaction time, and what libc++ uses for `atomic::wait`. Adaptive
+/// waits (the default) size their spin from this process's measured wake-up latency
+/// instead, between 0.5 and 20 µs (5 µs under a hypervisor), and their hand-off spin
+/// at two wake-up latencies, at most 100 µs; `mwait::stats()` shows the budgets in
+/// force (docs/default-policy.md).
 pub const SPIN_BUDGET_NS: u64 = 4_000;
-/// Default spin budget under a hypervisor: shorter, because the partner's vCPU may be
+/// The same under a hypervisor: shorter, because the partner's vCPU may be
 /// descheduled (lock-holder preemption) and spinning for it only burns our time slice.
 pub const SPIN_BUDGET_HYPERVISOR_NS: u64 = 1_500;
 /// Default hardware-wait budget before parking: long enough to cover a futex
@@ -23,7 +28,9 @@ pub const HW_BUDGET_NS: u64 = 50_000;
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Defaults {
-    /// Spin budget in ns (0: never spin).
+    /// Spin budget in ns (0: never spin, as on a process with one CPU). A wait that
+    /// does not adapt spins this long; an adaptive one (the default) spins when this
+    /// is not 0, for a budget sized from the measured wake-up latency.
     pub spin_ns: u64,
     /// Hardware-wait budget in ns.
     pub hw_ns: u64,

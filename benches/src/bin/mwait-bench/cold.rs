@@ -82,8 +82,8 @@ fn summary(v: &[f64], digits: usize) -> (String, String) {
     )
 }
 
-/// "spin / hardware / park" shares from the runs' tier counts, or "n/a" while
-/// the crate has no stats to read (see [`cold::tier_shares`]).
+/// "spin / hardware / park" shares from the runs' tier counts, or "n/a" where no
+/// wait went through the crate (see [`cold::tier_shares`]).
 fn shares(runs: &ColdRuns, scenario: Scenario, name: &str) -> String {
     let share = |key: &str| median(&runs.series(scenario, name, key));
     let [s, h, p] = ["spin_share", "hardware_share", "park_share"].map(share);
@@ -109,7 +109,8 @@ pub fn section(o: &mut Out, runs: &ColdRuns, budget: &ColdBudget) {
          (where the scenario pins) before its first wait. First {}: the p50 of the first \
          {} round trips (episodes, for the barrier); steady: the p50 of the round trips of \
          the next {} ms (the barrier's other {} episodes). Tier shares (the share of waits \
-         that ended in spin / hardware / park): n/a until mwait offers `stats()`.\n",
+         that ended in spin / hardware / park): from the child's `mwait::stats()`, n/a for \
+         the mechanisms that do not wait through mwait.\n",
         budget.rounds,
         cold::COLD_ARG,
         cold::FIRST,

@@ -50,22 +50,45 @@ pub(crate) fn pause_token(
 /// read costs about as much as a few pauses, so this keeps its share small.
 pub(crate) const LOADS_PER_CLOCK_READ: u32 = 8;
 
-/// Spins until `pred` accepts the value (returns it) or the clock passes `until_ns`
-/// (returns `None`).
+/// What a [`spin_until`] saw: the value `pred` accepted (`None`: the clock passed
+/// `until_ns` first), and its clock readings, from which the ladder learns what a
+/// round costs.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Spun {
+    /// The value `pred` accepted, if it did.
+    pub(crate) value: Option<u32>,
+    /// How many rounds ended in a clock reading.
+    pub(crate) rounds: u32,
+    /// The last clock reading (meaningless when `rounds` is 0).
+    pub(crate) last_ns: u64,
+}
+
+/// Spins until `pred` accepts the value or the clock passes `until_ns`.
 #[inline]
 pub(crate) fn spin_until(
     word: &AtomicU32,
     pred: &mut dyn FnMut(u32) -> bool,
     until_ns: u64,
     pause: Option<SpinPause>,
-) -> Option<u32> {
+) -> Spun {
     let tpause = tpause_ticks(pause);
+    let (mut rounds, mut last_ns) = (0u32, 0u64);
     loop {
         if let Some(v) = round(word, pred, tpause) {
-            return Some(v);
+            return Spun {
+                value: Some(v),
+                rounds,
+                last_ns,
+            };
         }
-        if now_ns() >= until_ns {
-            return None;
+        last_ns = now_ns();
+        rounds = rounds.saturating_add(1);
+        if last_ns >= until_ns {
+            return Spun {
+                value: None,
+                rounds,
+                last_ns,
+            };
         }
     }
 }

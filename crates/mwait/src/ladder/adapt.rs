@@ -22,11 +22,12 @@
 //!   response), will wait at least the partner's
 //!   futex wake-up latency. A normal spin is shorter than that, fails, and parks us
 //!   too, so both sides would stay in the slow futex mode for ever. That wait spins
-//!   for up to [`HANDOFF_SPIN_NS`] instead (still scored, so a partner that takes
-//!   longer than that to answer turns it off again).
+//!   for the hand-off spin instead, two measured wake-up latencies within bounds
+//!   (`estimate.rs`; still scored, so a partner that takes longer than that to answer
+//!   turns it off again).
 //! - **Spinning cannot help.** On a machine with more runnable threads than CPUs a
-//!   spinner burns a CPU that the partner may need: those waits skip the spin and
-//!   the hardware tier (`load.rs`). And when a notifier wakes a parked waiter that
+//!   spinner burns a CPU that the partner may need: waits whose cell's last spin
+//!   failed skip the spin and the hardware tier while that lasts (`load.rs`). And when a notifier wakes a parked waiter that
 //!   went to sleep on
 //!   the notifier's own CPU, the pair shares a CPU (both pinned to it, say): a spin of
 //!   either would only delay the other, so that wake counts as a failed spin.
@@ -34,16 +35,10 @@
 //! These are heuristics, not protocol: relaxed std atomics, racy read-modify-write
 //! is fine, and loom does not track them.
 
-use super::load::spinning_could_help;
 use crate::protocol::OnWake;
 use crate::sys;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
-
-/// How long a wait spins right after this thread woke a parked waiter on the same
-/// cell: longer than a futex wake-up takes (see `docs/design-notes.md` for the
-/// figures), so that the partner's answer is caught by the spin.
-pub(crate) const HANDOFF_SPIN_NS: u64 = 20_000;
 
 const SCORE_MAX: u32 = 1024;
 /// Below this score the spin is skipped (after 8 straight failures from the top).
@@ -102,12 +97,18 @@ impl Adaptive {
     }
 
     /// Whether a wait may spin its first loads inline, before the ladder: the last spin
-    /// of the ladder on this cell caught the change, no wait has parked since, and
-    /// the last reading of the run queue did not show the CPUs oversubscribed. Two
-    /// loads, no clock.
+    /// of the ladder on this cell caught the change and no wait has parked since (a
+    /// spin that catches its partner is not stopped by the run queue's length, see
+    /// `load.rs`). One load, no clock.
     #[inline(always)]
     pub(crate) fn quick_spin_ok(&self) -> bool {
-        self.caught.load(Relaxed) != 0 && spinning_could_help()
+        self.caught()
+    }
+
+    /// Whether the cell's last spin caught the change (and no park came since).
+    #[inline(always)]
+    pub(crate) fn caught(&self) -> bool {
+        self.caught.load(Relaxed) != 0
     }
 
     /// Notes whether the ladder's spin caught the change (`false` also when a wait
@@ -236,7 +237,7 @@ mod tests {
         let a = Adaptive::new();
         assert!(!a.quick_spin_ok(), "nothing caught yet");
         a.note_caught(true);
-        assert_eq!(a.quick_spin_ok(), spinning_could_help());
+        assert!(a.quick_spin_ok(), "whatever the run queue says");
         a.note_caught(false);
         assert!(!a.quick_spin_ok(), "a failed spin or a park turns it off");
     }

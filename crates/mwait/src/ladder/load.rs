@@ -2,6 +2,22 @@
 //! than CPUs, a spinner burns a CPU that its partner may need, so waits skip the spin
 //! and the hardware tier while that lasts.
 //!
+//! The rule, and why it is sound for the user: the reading is machine-wide (Linux
+//! has no cheap count of one process's runnable threads), so it also fires under
+//! *other* processes' load, where our pair may well run on CPUs of its own. The gate
+//! therefore stops only the waits of cells whose last spin failed (or that parked
+//! since): a cell whose last spin caught its partner keeps spinning, because that
+//! partner demonstrably runs and answers within the budget, and a spin that fails
+//! turns the gate on for that cell's next wait. A wait that just woke the partner it
+//! now waits for (the hand-off) spins too, as often as the cell's adaptive score
+//! lets it (every time while such spins succeed, one wait in 32 while they fail):
+//! that is the way back to spinning for a pair that a busy neighbour pushed into
+//! parking, which would otherwise park for as long as the neighbour stays. Under an oversubscription of the
+//! process's own making (more spinning pairs than CPUs), spins fail and the gate
+//! holds; under a busy neighbour, a pair that answers itself in time is not slowed
+//! down. At most every other spin of a cell fails while the machine reads as
+//! oversubscribed.
+//!
 //! The run-queue length (`sys::running_threads`, `/proc/loadavg` on Linux) is re-read
 //! at most every [`LOAD_CHECK_INTERVAL_NS`] and acted on after [`OVER_READINGS`]
 //! readings in a row. These are heuristics, not protocol: relaxed std atomics, racy

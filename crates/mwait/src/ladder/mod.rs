@@ -13,18 +13,25 @@
 //! thread just handed off to a parked partner, whether spinning can help, whether it
 //! spun, when the hardware tier began, whether it slept. The spin tier updates the
 //! cell's score as soon as it knows; the rest is learned once, where the wait ends.
-//! Per-cell learning is `adapt.rs`; the process-wide "can spinning help" is `load.rs`.
+//! Per-cell learning is `adapt.rs`; the process-wide "can spinning help" is `load.rs`;
+//! the process-wide wake-up and spin-round estimates, and the rule that sizes the
+//! budgets from them, `estimate.rs`; the counts of how waits ended (taken in [`end`],
+//! the spin tier and the hardware tier) `stats.rs`.
 
 pub(crate) mod adapt;
+pub(crate) mod estimate;
 pub(crate) mod load;
+pub(crate) mod stats;
 
 use crate::backend::{spin, HardwareWait, HwWake};
+use crate::detect::Capabilities;
 use crate::policy::{Resolved, WaitPolicy};
 use crate::primitive::{yield_now, AtomicU32, Ordering};
 use crate::protocol::{MonitorLine, Sleepers};
 use crate::sys::clock::now_ns;
 use crate::sys::park::Parked;
 use adapt::Adaptive;
+use stats::CellStats;
 
 /// Length of one spin round of a waiter that never parks (`WaitPolicy::park(false)`
 /// or the spin backend), between two `sched_yield` calls.
@@ -135,9 +142,12 @@ impl Outcome {
 }
 
 /// Every wait ends here, the ladder's and the ones that end before it: the one place
-/// that sees how each wait ended.
+/// that sees how each wait ended, and counts it in the cell's and the thread's
+/// statistics (`stats.rs`; a wait whose predicate held at the first look is not
+/// counted).
 #[inline(always)]
-pub(crate) fn end(outcome: Outcome) -> Outcome {
+pub(crate) fn end(stats: &CellStats, outcome: Outcome) -> Outcome {
+    stats.record(outcome.ended);
     outcome
 }
 
@@ -147,6 +157,7 @@ pub(crate) struct Waiter<'a> {
     pub(crate) line: &'a MonitorLine,
     pub(crate) sleepers: &'a Sleepers,
     pub(crate) adapt: &'a Adaptive,
+    pub(crate) stats: &'a CellStats,
 }
 
 /// What one climb of the ladder knows and learns on its way.
@@ -161,6 +172,9 @@ struct Climb<'a> {
     spin_ns: u64,
     /// Whether the CPU we would hold is free for us: spin and hardware tier allowed.
     can_help: bool,
+    /// Whether the cell's last spin caught the change (then the run-queue gate does
+    /// not stop this wait's spin: see `load.rs`).
+    caught: bool,
     /// Whether the spin tier ran (and counted, for the adaptation).
     spun: bool,
     /// When the hardware tier began, if it ran.
@@ -177,15 +191,21 @@ impl<'a> Climb<'a> {
         let handoff = adapt::take_woke();
         let spin_ns = match pol.adaptive {
             false => pol.spin_ns,
-            true => {
-                let base = if handoff && pol.spin_ns > 0 {
-                    pol.spin_ns.max(adapt::HANDOFF_SPIN_NS)
-                } else {
-                    pol.spin_ns
-                };
+            // The process's defaults say spin (it has more than one CPU): the budget
+            // comes from the measured wake-up latency (`estimate.rs`, "The rule").
+            true if pol.spin_ns > 0 => {
+                let b = estimate::current(Capabilities::detect().hypervisor);
+                let base = if handoff { b.handoff_ns } else { b.spin_ns };
                 cell.adapt.spin_budget(base, handoff)
             }
+            true => 0,
         };
+        // A cell whose last spin caught the change, and a wait that just woke the
+        // partner it now waits for, spin whatever the run queue says (`load.rs`):
+        // the first's partner demonstrably answers in time, and the second's was
+        // just made runnable (the adaptive score still limits failing hand-off spins
+        // to probes). Neither lifts the gate for the hardware tier.
+        let caught = cell.adapt.caught();
         // Whether the CPU we would hold is needed by others. A wait that will spin
         // starts from the last reading of the run queue and spins its first round of
         // loads before it reads the clock at all, so that a partner that answers
@@ -194,6 +214,7 @@ impl<'a> Climb<'a> {
         // when it says no, so that a "no" cannot stick.
         let can_help = !pol.adaptive
             || (spin_ns == 0 && !pol.hw_wanted())
+            || caught
             || load::spinning_could_help()
             || load::spinning_can_help(now_ns());
         Climb {
@@ -201,8 +222,9 @@ impl<'a> Climb<'a> {
             pol,
             deadline,
             handoff,
-            spin_ns: if can_help { spin_ns } else { 0 },
+            spin_ns: if can_help || handoff { spin_ns } else { 0 },
             can_help,
+            caught,
             spun: false,
             hw_start: None,
             slept: false,
@@ -232,12 +254,15 @@ impl<'a> Climb<'a> {
                 None => {}
             }
         }
-        end(Outcome {
-            value,
-            ended,
-            handoff: self.handoff,
-            slept: self.slept,
-        })
+        end(
+            self.cell.stats,
+            Outcome {
+                value,
+                ended,
+                handoff: self.handoff,
+                slept: self.slept,
+            },
+        )
     }
 }
 
@@ -295,22 +320,31 @@ fn spin_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32
         // the spin began: a spin may last one round (LOADS_PER_CLOCK_READ pauses)
         // longer than its budget, as its end may already overshoot.
         let now = now_ns();
-        if c.pol.adaptive && !load::spinning_can_help(now) {
+        if c.pol.adaptive && !c.caught && !c.handoff && !load::spinning_can_help(now) {
             // The fresh reading says the CPUs are needed: stop, and do not count this
             // as a failed spin.
             c.can_help = false;
             c.spun = false;
         } else {
             let until = c.cap(now.saturating_add(c.spin_ns));
-            hit = spin::spin_until(word, &mut *pred, until, c.pol.spin_pause);
+            let spun = spin::spin_until(word, &mut *pred, until, c.pol.spin_pause);
+            if spun.rounds > 0 {
+                estimate::offer_spin_rounds(spun.rounds, spun.last_ns.saturating_sub(now));
+            }
+            hit = spun.value;
         }
     }
-    if c.spun && c.pol.adaptive {
-        c.cell.adapt.note_caught(hit.is_some());
+    if c.spun {
         if c.handoff {
-            c.cell.adapt.record_handoff_spin(hit.is_some());
-        } else {
-            c.cell.adapt.record_spin(hit.is_some());
+            c.cell.stats.record_handoff(hit.is_some());
+        }
+        if c.pol.adaptive {
+            c.cell.adapt.note_caught(hit.is_some());
+            if c.handoff {
+                c.cell.adapt.record_handoff_spin(hit.is_some());
+            } else {
+                c.cell.adapt.record_spin(hit.is_some());
+            }
         }
     }
     hit
@@ -336,7 +370,14 @@ fn hardware_tier(
             return None;
         }
         match hw.wait_episode(word, v, until, c.pol.cstate) {
-            HwWake::Woken | HwWake::Deadline => {}
+            HwWake::Woken => {
+                if word.load(Ordering::Relaxed) == v {
+                    // Woken with nothing changed: a timer, an interrupt, another
+                    // write to the line, a trapped instruction.
+                    c.cell.stats.record_spurious_hardware();
+                }
+            }
+            HwWake::Deadline => {}
             HwWake::Yield => return None,
         }
     }
@@ -363,9 +404,17 @@ fn park_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Outcome {
         let adapt = c.cell.adapt;
         adapt.note_parking();
         adapt.note_caught(false);
+        let parked_ns = now_ns();
         match c.cell.line.park(c.cell.sleepers, &mut *pred, c.deadline) {
             Ok(v) => return c.finish(v, Ended::Park),
-            Err(Parked::Woken) => c.slept = true,
+            Err(Parked::Woken) => {
+                c.slept = true;
+                let stamp = c.cell.sleepers.wake_stamp();
+                let _ = estimate::offer_wake(stamp, parked_ns, now_ns());
+            }
+            // The value changed before the kernel put us to sleep: no wake-up to
+            // measure.
+            Err(Parked::Changed) => {}
             Err(Parked::TimedOut) => {
                 let v = word.load(Ordering::Acquire);
                 let ended = if pred(v) {
@@ -384,7 +433,7 @@ fn park_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Outcome {
 fn no_park_round(c: &Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32> {
     let round = c.pol.spin_ns.max(NO_PARK_SPIN_ROUND_NS);
     let until = c.cap(now_ns().saturating_add(round));
-    let hit = spin::spin_until(c.word(), pred, until, c.pol.spin_pause);
+    let hit = spin::spin_until(c.word(), pred, until, c.pol.spin_pause).value;
     if hit.is_none() {
         yield_now();
     }
@@ -426,12 +475,14 @@ mod tests {
     }
 
     /// Runs the hardware tier on a fresh cell holding 0 with `hw`, until `target`.
-    /// Returns what the tier returned and whether it recorded its start.
-    fn run_hardware_tier(hw: &SimulatedMonitor, target: u32) -> (Option<u32>, bool) {
-        let (line, sleepers, adapt) = (
+    /// Returns what the tier returned, whether it recorded its start, and how many
+    /// spurious returns it counted.
+    fn run_hardware_tier(hw: &SimulatedMonitor, target: u32) -> (Option<u32>, bool, u64) {
+        let (line, sleepers, adapt, stats) = (
             MonitorLine::new(0, false),
             Sleepers::new(false),
             Adaptive::new(),
+            CellStats::new(),
         );
         let pol = Resolved {
             spin_ns: 0,
@@ -446,10 +497,11 @@ mod tests {
             line: &line,
             sleepers: &sleepers,
             adapt: &adapt,
+            stats: &stats,
         };
         let mut c = Climb::start(cell, pol, None);
         let r = hardware_tier(&mut c, hw, &mut |v| v == target);
-        (r, c.hw_start.is_some())
+        (r, c.hw_start.is_some(), stats.snapshot().spurious_hardware)
     }
 
     fn monitor(store_at: u32, value: u32, wake: HwWake) -> SimulatedMonitor {
@@ -464,7 +516,11 @@ mod tests {
     #[test]
     fn the_hardware_tier_rechecks_after_every_episode() {
         let hw = monitor(3, 7, HwWake::Woken);
-        assert_eq!(run_hardware_tier(&hw, 7), (Some(7), true));
+        assert_eq!(
+            run_hardware_tier(&hw, 7),
+            (Some(7), true, 2),
+            "two episodes woke with the value unchanged"
+        );
         assert_eq!(
             hw.episodes.get(),
             3,
@@ -475,12 +531,13 @@ mod tests {
     #[test]
     fn a_monitor_that_yields_sends_the_wait_on_to_park() {
         let hw = monitor(u32::MAX, 0, HwWake::Yield);
-        assert_eq!(run_hardware_tier(&hw, 1), (None, true));
+        assert_eq!(run_hardware_tier(&hw, 1), (None, true, 0));
         assert_eq!(hw.episodes.get(), 1);
     }
 
     #[test]
-    fn only_a_timeout_reads_as_timed_out() {
+    fn only_a_timeout_reads_as_timed_out_and_end_counts_every_wait_but_the_first_look() {
+        let stats = CellStats::new();
         for ended in [
             Ended::Entry,
             Ended::Inline,
@@ -491,9 +548,16 @@ mod tests {
             Ended::AtDeadline,
         ] {
             let o = Outcome::before_ladder(5, ended);
-            assert_eq!(end(o).result(), WaitResult::Ready(5), "{ended:?}");
+            assert_eq!(end(&stats, o).result(), WaitResult::Ready(5), "{ended:?}");
         }
         let o = Outcome::before_ladder(5, Ended::TimedOut);
-        assert_eq!(o.result(), WaitResult::TimedOut(5));
+        assert_eq!(end(&stats, o).result(), WaitResult::TimedOut(5));
+        let s = stats.snapshot();
+        // Entry is no wait; the yield rounds and a park that met its deadline as the
+        // value arrived count as parks.
+        assert_eq!(
+            (s.inline_spin, s.spin, s.hardware, s.park, s.timeout),
+            (1, 1, 1, 3, 1)
+        );
     }
 }

@@ -4,6 +4,8 @@
 //! contract is tested against a monitor this machine does not have: deadlines,
 //! the hand-over to park when the hardware budget ends, early returns hidden
 //! behind the predicate, no lost wake-up, and episodes cut short by an OS cap.
+//! Each test also checks the cell's [`WaitCell::stats`]: where its waits ended,
+//! and the hardware episodes that returned with nothing changed.
 //!
 //! The policies turn the adaptation off, so that whether the hardware tier runs
 //! does not depend on how loaded the machine is. The few bounds on time are
@@ -111,6 +113,8 @@ fn simulated_monitor_ladder_honours_the_deadline() {
         "the deadline, not the 60 s hardware budget, ends the wait ({took:?})"
     );
     assert!(ran_episodes(&hw, 1), "the hardware tier ran");
+    let st = cell.stats();
+    assert_eq!((st.waits(), st.timeout, st.hardware), (1, 1, 0), "{st:?}");
 }
 
 #[test]
@@ -132,25 +136,33 @@ fn simulated_monitor_ladder_hands_over_to_park_when_the_budget_ends() {
     assert_eq!(o.result(), WaitResult::Ready(1));
     assert_eq!(o.ended, Ended::Park);
     assert!(ran_episodes(&hw, 1), "the hardware tier ran");
+    let st = cell.stats();
+    assert_eq!((st.waits(), st.park, st.hardware), (1, 1, 0), "{st:?}");
 }
 
 #[test]
 fn simulated_monitor_ladder_hides_early_returns() {
     // Every second episode returns at once, and the writer passes through values
-    // the predicate rejects, each stored once the waiter has begun one more
-    // episode: the wait must return only the value it accepts. Episode 1 ends on
-    // the store of 1, episode 2 returns at once (an early return, with 1 still
-    // rejected), and the store of 2 comes only after it began.
+    // the predicate rejects: the wait must return only the value it accepts.
+    // Odd episodes end on a store; the writer stores `v` once episode `2v - 1`
+    // has begun, so even episodes 2 and 4 return at once with nothing changed
+    // (two spurious returns) and episode 5 sees the accepted value.
     let cell = WaitCell::new(0);
     let hw = SimMonitor::real().early_every(2);
     let o = wait_on_a_thread(&cell, &hw, LONG_HW_BUDGET_NS, 3, || {
         for v in 1..=3 {
-            await_episodes(&hw, u64::from(v));
+            await_episodes(&hw, 2 * u64::from(v) - 1);
             cell.store(v);
         }
     });
     assert_eq!(o.result(), WaitResult::Ready(3));
     assert_eq!(o.ended, Ended::Hardware);
+    let st = cell.stats();
+    assert_eq!(
+        (st.waits(), st.hardware, st.spurious_hardware),
+        (1, 1, 2),
+        "{st:?}"
+    );
 }
 
 #[test]
@@ -167,6 +179,12 @@ fn simulated_monitor_ladder_rearms_after_capped_episodes() {
     });
     assert_eq!(o.result(), WaitResult::Ready(1));
     assert_eq!(o.ended, Ended::Hardware);
+    let st = cell.stats();
+    assert_eq!((st.waits(), st.hardware), (1, 1), "{st:?}");
+    assert!(
+        st.spurious_hardware >= 2,
+        "episodes 1 and 2 ended at the cap: {st:?}"
+    );
 
     let hw = SimMonitor::real().with_cap(cap_ns);
     let deadline = Instant::now() + Duration::from_millis(50);
@@ -174,6 +192,8 @@ fn simulated_monitor_ladder_rearms_after_capped_episodes() {
     assert_eq!(o.result(), WaitResult::TimedOut(1));
     assert!(Instant::now() >= deadline);
     assert!(ran_episodes(&hw, 1), "the hardware tier ran");
+    let st = cell.stats();
+    assert_eq!((st.waits(), st.hardware, st.timeout), (2, 1, 1), "{st:?}");
 }
 
 #[test]
@@ -229,4 +249,12 @@ fn simulated_monitor_ladder_ping_pong_loses_no_wake_up() {
     println!("{ROUND_TRIPS} round trips: {hw} waits ended in the hardware tier, {parked} parked");
     assert_eq!(ping.load(), ROUND_TRIPS);
     assert_eq!(pong.load(), ROUND_TRIPS);
+    // The cells' counts agree with the outcomes, wait for wait.
+    let (a, b) = (ping.stats(), pong.stats());
+    assert_eq!(
+        (a.waits(), b.waits()),
+        (u64::from(ROUND_TRIPS), u64::from(ROUND_TRIPS))
+    );
+    assert_eq!(a.hardware + b.hardware, u64::from(hw), "{a:?} {b:?}");
+    assert_eq!(a.park + b.park, u64::from(parked), "{a:?} {b:?}");
 }

@@ -4,8 +4,11 @@
 /// How a park ended.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Parked {
-    /// Woken, the value changed before we slept, a signal, or spurious: re-check.
+    /// Slept and woken (or a signal, or spurious): re-check.
     Woken,
+    /// The value differed from `expected` when the platform looked: never slept (a
+    /// futex's `EAGAIN`), so there is no wake-up to measure. Re-check.
+    Changed,
     /// The deadline passed.
     TimedOut,
 }

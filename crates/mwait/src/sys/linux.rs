@@ -68,10 +68,15 @@ pub(crate) fn wait(
         },
     };
     match r {
-        Ok(()) | Err(libc::EAGAIN) | Err(libc::EINTR) => {
-            // Woken, the value changed before we slept (EAGAIN), or a signal.
+        Ok(()) | Err(libc::EINTR) => {
+            // Woken, or a signal.
             FUTEX_FAILURES.with(|f| f.set(0));
             Parked::Woken
+        }
+        Err(libc::EAGAIN) => {
+            // The value changed before we slept: no wake-up to measure.
+            FUTEX_FAILURES.with(|f| f.set(0));
+            Parked::Changed
         }
         Err(libc::ETIMEDOUT) => Parked::TimedOut,
         Err(_) => sleep_after_failure(deadline_ns),
@@ -248,11 +253,22 @@ pub(crate) fn running_threads() -> Option<usize> {
     field.split('/').next()?.parse::<usize>().ok()
 }
 
-/// CPUs in this process's affinity mask, `None` if the kernel does not say.
+/// How many CPUs this process may use: the online CPUs within its cgroup's cpuset, at
+/// most its CPU quota (`cpus.rs`), never the calling thread's affinity mask (a thread
+/// that pinned itself before the first wait does not make a one-CPU process).
 pub(crate) fn usable_cpus() -> Option<usize> {
-    ThreadCpus::of_this_thread()
-        .map(|c| c.count())
-        .filter(|&n| n > 0)
+    Some(super::cpus::process_cpus_from(
+        &super::host::read,
+        online_cpus,
+    ))
+}
+
+/// `sysconf(_SC_NPROCESSORS_ONLN)` (at least 1): the online count where the sysfs list
+/// cannot be read. Not the affinity mask.
+fn online_cpus() -> usize {
+    // SAFETY: sysconf takes a constant and reads no memory of ours.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).unwrap_or(0).max(1)
 }
 
 /// The CPUs a thread may run on (its affinity mask).

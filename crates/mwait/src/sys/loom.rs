@@ -55,7 +55,7 @@ pub(crate) fn wait(
 ) -> Parked {
     let mut g = queue.lock.lock().unwrap();
     if word.load(Ordering::SeqCst) != expected {
-        return Parked::Woken;
+        return Parked::Changed;
     }
     if deadline_ns.is_some() {
         return Parked::TimedOut;

@@ -24,7 +24,8 @@
 //! are `dev_mwait.rs` (Linux on x86-64 only, `no_dev_mwait.rs` elsewhere); the clock
 //! is `clock.rs`; the counters of the `test-counters` feature are `counters.rs`;
 //! RDTSC and the TSC rate are `tsc.rs`, shared CPUID decoding (and this CPU's CPUID
-//! reader) `cpuid.rs`; reads of the host's files `host.rs`; `plain.rs`
+//! reader) `cpuid.rs`; reads of the host's files `host.rs`; the process's CPU count
+//! from the cgroup files (pure parsers) `cpus.rs`; `plain.rs`
 //! has the parts of a platform without a process-wide barrier; `contract.rs` the types
 //! the platform files share with the layers above.
 
@@ -32,6 +33,9 @@ mod contract;
 pub(crate) use contract::{CpuidWaits, ShimWake};
 
 pub(crate) mod clock;
+// The cgroup and CPU-list parsers; only the Linux platform reads those files.
+#[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
+mod cpus;
 pub(crate) mod host;
 // The loom model counts nothing.
 #[cfg_attr(loom, allow(dead_code))]
@@ -139,9 +143,10 @@ pub(crate) const HAS_DEV_MWAIT: bool = dev_mwait::AVAILABLE;
 ///   no reason at all. The comparison with `expected` and the decision to sleep must
 ///   be atomic with respect to [`wake`] (a store followed by a `wake` that lands
 ///   between our caller's last check and our sleep must not be lost). Returns
-///   [`Parked::TimedOut`] only once the deadline has passed; every other return is
-///   [`Parked::Woken`] and the caller re-checks. A platform with no sleep may return
-///   `Woken` at once (after yielding the CPU).
+///   [`Parked::TimedOut`] only once the deadline has passed, [`Parked::Changed`] when
+///   it found the word unequal to `expected` and never slept (where it can tell), and
+///   [`Parked::Woken`] otherwise; the caller re-checks after either. A platform with
+///   no sleep may return `Woken` at once (after yielding the CPU).
 /// - [`wake`]`(queue, word, n, shared) -> usize`: wakes up to `n` sleepers of `word`
 ///   (`u32::MAX`: all); returns how many it woke where the platform says, else 0.
 ///   `shared`: the word lives in memory shared between processes (a non-private

@@ -1,0 +1,551 @@
+//! Process-wide online estimates of what waiting costs on this machine, and the rule
+//! that sizes the spin budgets from them.
+//!
+//! # What is measured, and when
+//!
+//! - **The wake-up latency**: from a notifier's call to `futex_wake` to the woken
+//!   waiter running again. The notifier stamps the clock into the cell's wake stamp
+//!   on its slow path, the one that makes the system call anyway
+//!   (`protocol::MonitorLine::wake_slow`); the waiter reads the clock when its
+//!   `futex_wait` returns after sleeping and takes the difference ([`offer_wake`]). A sample is refused when the stamp is older
+//!   than the park (another wake's stamp), when the clock went backwards, and when it
+//!   lies outside [`WAKE_SAMPLE_MIN_NS`]`..=`[`WAKE_SAMPLE_MAX_NS`]. Timeouts and
+//!   returns that never slept (`futex_wait`'s `EAGAIN`, `Parked::Changed`) are not
+//!   offered at all.
+//! - **The cost of one spin round**: [`LOADS_PER_CLOCK_READ`] loads and pauses plus
+//!   one clock read, from the clock readings the spin tier makes anyway: the time
+//!   between its first and last reading over the rounds in between. Each thread
+//!   offers one spin in [`SPIN_SAMPLE_EVERY`], so that a ping-pong that spins on
+//!   every wait does not write the process-wide line on every wait.
+//!
+//! The inline spin is sized from the second: [`INLINE_SPIN_NS`] worth of loads
+//! ([`inline_spin_loads`]).
+//!
+//! Neither is ever touched on the notify fast path: the stamp is taken only where a
+//! notifier already calls `futex_wake`, and the estimates are written by waiters.
+//!
+//! # The filter
+//!
+//! Each estimate is the median of the last [`WINDOW`] samples, each kept as its
+//! base-2 logarithm in 1/8 octave (9 % steps), one byte, so that the window and its
+//! sample count pack into one `AtomicU64`, updated with a single compare-exchange
+//! that gives up when another thread got there first (a lost sample, never a
+//! wait). The median of the window is computed by the writer and kept beside it,
+//! so a reader makes one load. Before the window is full the median is taken over
+//! the samples there are (the lower one of an even count: the shorter spin), and
+//! before the first sample the prior counts. A median ignores up to three wild
+//! samples in seven (a waiter preempted right after its wake-up, a first wake-up
+//! that found the other vCPU halted), which matters because wake-ups are rare in a
+//! process whose spins succeed (one in a thousand waits in a pinned ping-pong: a
+//! mean would carry a cold start's outlier for a long time), while a lasting change
+//! wins after four samples.
+//!
+//! # The rule
+//!
+//! Spinning is the ski-rental problem: spin as long as parking would cost, and the
+//! total never exceeds twice the best choice made with hindsight. What parking costs
+//! a waiter is mostly the wake-up latency, so:
+//!
+//! - the **spin budget** is the wake-up latency, at least [`SPIN_FLOOR_NS`] and
+//!   [`SPIN_FLOOR_ROUNDS`] spin rounds (a shorter spin cannot catch even a nearby
+//!   partner's reply), at most [`SPIN_CEILING_NS`], or [`SPIN_CEILING_HYPERVISOR_NS`]
+//!   under a hypervisor (a partner's vCPU may be descheduled, and then spinning only
+//!   burns our own time slice);
+//! - the **hand-off spin**, after this thread woke the partner whose answer it now
+//!   waits for, is [`HANDOFF_WAKES`] wake-up latencies (the partner's wake-up, then the
+//!   window of the rule), at least the spin budget, at most [`HANDOFF_CEILING_NS`].
+//!
+//! The ceilings win over the floors. Until the first samples exist the prior is
+//! [`WAKE_PRIOR_NS`] and [`SPIN_ROUND_PRIOR_NS`]. Budgets are in time, never in
+//! iterations: a PAUSE costs 10 cycles on some cores and 140 on others.
+//!
+//! [`LOADS_PER_CLOCK_READ`]: crate::backend::spin::LOADS_PER_CLOCK_READ
+
+use crate::backend::spin::LOADS_PER_CLOCK_READ;
+use crate::primitive::SPIN_ROUND_LOADS_CAP;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+
+/// The wake-up latency assumed until one is measured: between the wake-ups measured
+/// on the machine kinds seen so far (about 5 µs on the KVM guest with 10 µs futex
+/// round trips, about 25 µs on the Firecracker guest with 50 µs ones), so that the
+/// first hand-off spin is 20 µs, as the fixed constant it replaces was.
+pub(crate) const WAKE_PRIOR_NS: u64 = 10_000;
+/// The spin-round cost assumed until one is measured: eight PAUSEs of 27 ns (the
+/// development guest's AMD core) and a vDSO clock read.
+pub(crate) const SPIN_ROUND_PRIOR_NS: u64 = 250;
+
+/// The shortest wake-up sample believed: a wake-up is a context switch at least
+/// (2.4–2.6 µs with both threads on one vCPU of the Firecracker guest); a shorter one
+/// is a waiter that was woken before it slept (`futex_wait` returns 0 then too).
+pub(crate) const WAKE_SAMPLE_MIN_NS: u64 = 1_000;
+/// The longest wake-up sample believed: beyond this the waiter was not merely woken
+/// but kept off the CPU (preempted, a descheduled vCPU), which says nothing about
+/// the next wake-up.
+pub(crate) const WAKE_SAMPLE_MAX_NS: u64 = 10_000_000;
+/// The longest spin-round sample believed: one round is a few hundred ns; a
+/// longer one contains a preemption.
+pub(crate) const SPIN_ROUND_SAMPLE_MAX_NS: u64 = 100_000;
+/// Each thread offers one spin in this many to the spin-round estimate.
+pub(crate) const SPIN_SAMPLE_EVERY: u32 = 64;
+
+/// The shortest spin budget: a cache line's round trip between sockets (about
+/// 0.2–0.3 µs) plus the partner's reaction; below that a spin catches nothing.
+pub(crate) const SPIN_FLOOR_NS: u64 = 500;
+/// The fewest spin rounds in a budget: the first round runs before the clock is
+/// read at all, so a spin needs a few to wait at all.
+pub(crate) const SPIN_FLOOR_ROUNDS: u64 = 4;
+/// The longest spin budget on bare metal: 1 % of a 2 ms scheduler slice, so that a
+/// waiter never holds a CPU long that another thread could use.
+pub(crate) const SPIN_CEILING_NS: u64 = 20_000;
+/// The longest spin budget under a hypervisor, where the partner's vCPU may not be
+/// running at all.
+pub(crate) const SPIN_CEILING_HYPERVISOR_NS: u64 = 5_000;
+/// The hand-off spin in wake-up latencies.
+pub(crate) const HANDOFF_WAKES: u64 = 2;
+/// The longest hand-off spin: 5 % of a 2 ms scheduler slice; it covers two wake-ups
+/// of 50 µs, the slowest seen (Firecracker), and the adaptive score turns it off
+/// where the partner still takes longer.
+pub(crate) const HANDOFF_CEILING_NS: u64 = 100_000;
+
+/// How long the inline spin (the loads a wait makes in the caller's frame, before the
+/// ladder, on cells whose last spin caught the change) lasts: long enough for a
+/// partner on another core to see our store and answer (a cache line's round trip,
+/// 0.1–0.5 µs, and its reaction), and no longer than twice the shortest spin
+/// budget ([`SPIN_FLOOR_NS`]), so that a miss costs about what the spin tier, which
+/// follows, would have spent anyway.
+pub(crate) const INLINE_SPIN_NS: u64 = 1_000;
+/// The fewest loads of the inline spin: two rounds.
+pub(crate) const INLINE_LOADS_MIN: u32 = 2 * LOADS_PER_CLOCK_READ;
+/// The most loads of the inline spin, whatever the round estimate says (a PAUSE of
+/// 10 cycles at 4 GHz: 1 µs is about 300 loads).
+pub(crate) const INLINE_LOADS_MAX: u32 = 256;
+
+/// How many loads the inline spin makes: [`INLINE_SPIN_NS`] at the measured cost of a
+/// load (a spin round over [`LOADS_PER_CLOCK_READ`]), within
+/// [`INLINE_LOADS_MIN`]`..=`[`INLINE_LOADS_MAX`]. Kept up to date by the writer of
+/// [`SPIN_ROUND`], read with one relaxed load.
+static INLINE_LOADS: AtomicU32 = AtomicU32::new(inline_loads(SPIN_ROUND_PRIOR_NS));
+
+/// The inline spin's loads for a spin round of `round_ns`.
+pub(crate) const fn inline_loads(round_ns: u64) -> u32 {
+    let per_round = if round_ns == 0 { 1 } else { round_ns };
+    let n = INLINE_SPIN_NS * LOADS_PER_CLOCK_READ as u64 / per_round;
+    if n < INLINE_LOADS_MIN as u64 {
+        INLINE_LOADS_MIN
+    } else if n > INLINE_LOADS_MAX as u64 {
+        INLINE_LOADS_MAX
+    } else {
+        n as u32
+    }
+}
+
+/// The inline spin's loads now (the primitives' cap where it is lower: one load in the
+/// loom model, which needs only to see the path).
+#[inline(always)]
+pub(crate) fn inline_spin_loads() -> u32 {
+    INLINE_LOADS.load(Relaxed).min(INLINE_LOADS_CAP)
+}
+
+/// [`INLINE_LOADS_MAX`], or the primitives' cap where it is lower.
+const INLINE_LOADS_CAP: u32 = if INLINE_LOADS_MAX < SPIN_ROUND_LOADS_CAP {
+    INLINE_LOADS_MAX
+} else {
+    SPIN_ROUND_LOADS_CAP
+};
+
+/// How many recent samples an estimate keeps: its median is the estimate.
+pub(crate) const WINDOW: usize = 7;
+
+/// `log2(x)` in 1/256 octave (`x >= 1`; 0 for 0): the integer part exactly, the
+/// fraction linear between powers of two (at most 0.086 octave, 6 %, low).
+pub(crate) fn log2_q8(x: u64) -> u32 {
+    if x == 0 {
+        return 0;
+    }
+    let i = 63 - x.leading_zeros();
+    let frac = if i >= 8 { x >> (i - 8) } else { x << (8 - i) } & 0xff;
+    (i << 8) | frac as u32
+}
+
+/// The inverse of [`log2_q8`] (the same linear interpolation), saturating.
+pub(crate) fn exp2_q8(q: u32) -> u64 {
+    let (i, frac) = (q >> 8, u64::from(q & 0xff));
+    if i >= 55 {
+        return u64::MAX;
+    }
+    ((256 + frac) << i) >> 8
+}
+
+/// A filtered estimate of a duration: see "The filter" in the module docs.
+pub(crate) struct LogEstimate {
+    /// Bytes 0..WINDOW: the last samples, newest first, as `log2(ns)` in 1/8 octave;
+    /// byte 7: how many samples have been taken (saturating at 255). 0: none yet.
+    window: AtomicU64,
+    /// The median of the window in ns; 0 before the first sample.
+    median_ns: AtomicU64,
+}
+
+impl LogEstimate {
+    pub(crate) const fn new() -> LogEstimate {
+        LogEstimate {
+            window: AtomicU64::new(0),
+            median_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// The estimate in ns, `None` before the first sample.
+    pub(crate) fn get(&self) -> Option<u64> {
+        Some(self.median_ns.load(Relaxed)).filter(|&m| m != 0)
+    }
+
+    /// How many samples have been taken (saturating at 255).
+    #[cfg(test)]
+    pub(crate) fn samples(&self) -> u32 {
+        (self.window.load(Relaxed) >> 56) as u32
+    }
+
+    /// Takes in one sample (in ns). A sample that races with another thread's is
+    /// dropped.
+    pub(crate) fn record(&self, sample_ns: u64) {
+        let old = self.window.load(Relaxed);
+        let new = push(old, log2_q3(sample_ns));
+        if self
+            .window
+            .compare_exchange(old, new, Relaxed, Relaxed)
+            .is_ok()
+        {
+            self.median_ns
+                .store(exp2_q8(u32::from(median(new)) << 5).max(1), Relaxed);
+        }
+    }
+}
+
+/// `log2(ns)` in 1/8 octave, saturating at one byte (2^31.9 ns, 4 s).
+fn log2_q3(ns: u64) -> u8 {
+    u8::try_from(log2_q8(ns.max(1)) >> 5).unwrap_or(u8::MAX)
+}
+
+/// The packed window after a sample `x`: the samples shift one place, the oldest
+/// falls out, the count grows.
+fn push(packed: u64, x: u8) -> u64 {
+    let count = (packed >> 56).saturating_add(1).min(255);
+    let samples = (packed << 8) & ((1u64 << (8 * WINDOW)) - 1);
+    (count << 56) | samples | u64::from(x)
+}
+
+/// The median of the samples in a packed window (the lower one of an even count).
+fn median(packed: u64) -> u8 {
+    let n = ((packed >> 56) as usize).min(WINDOW);
+    let mut v = [0u8; WINDOW];
+    for (i, s) in v.iter_mut().enumerate().take(n) {
+        *s = (packed >> (8 * i)) as u8;
+    }
+    let v = &mut v[..n.max(1)];
+    v.sort_unstable();
+    v[(v.len() - 1) / 2]
+}
+
+/// This process's wake-up latency estimate.
+pub(crate) static WAKE: LogEstimate = LogEstimate::new();
+/// This process's spin-round cost estimate.
+pub(crate) static SPIN_ROUND: LogEstimate = LogEstimate::new();
+
+/// The park tier, after a `futex_wait` that slept and returned woken (not a timeout,
+/// not a return that never slept): offers the wake-up latency to [`WAKE`].
+/// `stamp_ns` is the cell's wake stamp (the notifier's clock reading right before its
+/// `futex_wake`, `protocol::Sleepers::wake_stamp`), `parked_ns` the waiter's reading
+/// before it announced itself, `now_ns` the one after its wake. Returns the sample
+/// when it was believed.
+pub(crate) fn offer_wake(stamp_ns: u64, parked_ns: u64, now_ns: u64) -> Option<u64> {
+    let s = wake_sample(stamp_ns, parked_ns, now_ns)?;
+    WAKE.record(s);
+    Some(s)
+}
+
+/// The wake-up latency that a stamp gives, or `None` when it is not believable: the
+/// stamp predates the park (it belongs to an earlier wake), the clock went backwards,
+/// or the latency lies outside `WAKE_SAMPLE_MIN_NS..=WAKE_SAMPLE_MAX_NS`.
+pub(crate) fn wake_sample(stamp_ns: u64, parked_ns: u64, now_ns: u64) -> Option<u64> {
+    if stamp_ns < parked_ns {
+        return None;
+    }
+    let lat = now_ns.checked_sub(stamp_ns)?;
+    (WAKE_SAMPLE_MIN_NS..=WAKE_SAMPLE_MAX_NS)
+        .contains(&lat)
+        .then_some(lat)
+}
+
+std::thread_local! {
+    /// Spins this thread has ended since it last offered a spin-round sample.
+    static SPINS_SINCE_SAMPLE: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The spin tier, at the end of a spin that read the clock more than once: `rounds`
+/// rounds took `elapsed_ns` between the first and the last reading. Offered to
+/// [`SPIN_ROUND`] by one spin in [`SPIN_SAMPLE_EVERY`] of each thread (its first
+/// included).
+pub(crate) fn offer_spin_rounds(rounds: u32, elapsed_ns: u64) {
+    let due = SPINS_SINCE_SAMPLE
+        .try_with(|c| {
+            let k = c.get();
+            c.set(if k + 1 >= SPIN_SAMPLE_EVERY { 0 } else { k + 1 });
+            k == 0
+        })
+        .unwrap_or(false);
+    if due {
+        if let Some(s) = spin_round_sample(rounds, elapsed_ns) {
+            SPIN_ROUND.record(s);
+            if let Some(r) = SPIN_ROUND.get() {
+                INLINE_LOADS.store(inline_loads(r), Relaxed);
+            }
+        }
+    }
+}
+
+/// The cost of one round from a spin's readings, or `None` when not believable.
+pub(crate) fn spin_round_sample(rounds: u32, elapsed_ns: u64) -> Option<u64> {
+    let per = elapsed_ns.checked_div(u64::from(rounds))?;
+    (1..=SPIN_ROUND_SAMPLE_MAX_NS).contains(&per).then_some(per)
+}
+
+/// The budgets in force, in ns.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Budgets {
+    /// The ordinary spin budget.
+    pub(crate) spin_ns: u64,
+    /// The spin right after this thread woke its partner.
+    pub(crate) handoff_ns: u64,
+}
+
+/// The rule of the module docs: budgets from a wake-up latency and a spin-round cost
+/// (`None`: not measured yet, the prior counts).
+pub(crate) fn budgets(wake_ns: Option<u64>, round_ns: Option<u64>, hypervisor: bool) -> Budgets {
+    let wake = wake_ns.unwrap_or(WAKE_PRIOR_NS);
+    let round = round_ns.unwrap_or(SPIN_ROUND_PRIOR_NS);
+    let ceiling = if hypervisor {
+        SPIN_CEILING_HYPERVISOR_NS
+    } else {
+        SPIN_CEILING_NS
+    };
+    let floor = SPIN_FLOOR_NS
+        .max(round.saturating_mul(SPIN_FLOOR_ROUNDS))
+        .min(ceiling);
+    let spin_ns = wake.clamp(floor, ceiling);
+    let handoff_ns = wake
+        .saturating_mul(HANDOFF_WAKES)
+        .clamp(spin_ns, HANDOFF_CEILING_NS.max(spin_ns));
+    Budgets {
+        spin_ns,
+        handoff_ns,
+    }
+}
+
+/// The budgets from this process's estimates.
+pub(crate) fn current(hypervisor: bool) -> Budgets {
+    budgets(WAKE.get(), SPIN_ROUND.get(), hypervisor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log2_and_exp2_agree_and_are_close() {
+        assert_eq!(log2_q8(1), 0);
+        assert_eq!(log2_q8(1024), 10 << 8);
+        assert_eq!(log2_q8(3), (1 << 8) | 128);
+        for x in [
+            1u64,
+            2,
+            3,
+            7,
+            100,
+            999,
+            10_000,
+            123_456,
+            10_000_000,
+            1 << 40,
+        ] {
+            let back = exp2_q8(log2_q8(x));
+            // The fraction keeps 8 bits: within 1/256 of the value.
+            assert!(back <= x && x - back <= x / 256 + 1, "{x} -> {back}");
+        }
+        assert_eq!(exp2_q8(u32::MAX), u64::MAX);
+        assert_eq!(log2_q8(0), 0);
+    }
+
+    /// The estimate after feeding `samples` into a fresh one.
+    fn after(samples: &[u64]) -> u64 {
+        let e = LogEstimate::new();
+        for &s in samples {
+            e.record(s);
+        }
+        assert_eq!(e.samples() as usize, samples.len().min(255));
+        e.get().unwrap()
+    }
+
+    /// Whether `x` is within one step of the log scale (1/8 octave, 9 %) of `want`.
+    fn near(x: u64, want: u64) -> bool {
+        x.abs_diff(want) * 100 <= want * 10
+    }
+
+    #[test]
+    fn the_first_sample_replaces_the_prior_and_a_steady_input_is_kept() {
+        assert_eq!(LogEstimate::new().get(), None);
+        assert!(near(after(&[20_000]), 20_000));
+        assert!(near(after(&[20_000; 300]), 20_000));
+        // Two samples: the lower one.
+        assert!(near(after(&[10_000, 40_000]), 10_000));
+        assert!(near(after(&[40_000, 10_000, 20_000]), 20_000));
+    }
+
+    #[test]
+    fn outliers_do_not_move_the_estimate_and_a_lasting_change_wins() {
+        // A cold start's wild first wake-up, then ordinary ones.
+        assert!(near(after(&[958_000, 30_000, 30_000]), 30_000));
+        // Three wild samples in the window of seven, high or low.
+        let mut s = vec![25_000u64; 20];
+        s.extend([9_000_000, 300, 9_000_000]);
+        assert!(near(after(&s), 25_000), "{}", after(&s));
+        // The machine became 4x faster for good: four samples suffice.
+        s.extend([6_000u64; 4]);
+        assert!(near(after(&s), 6_000), "{}", after(&s));
+    }
+
+    #[test]
+    fn the_window_keeps_the_newest_samples() {
+        let mut p = 0;
+        for x in 1..=9u8 {
+            p = push(p, x);
+        }
+        assert_eq!(p >> 56, 9);
+        assert_eq!(p & 0xff, 9, "newest first");
+        assert_eq!((p >> 48) & 0xff, 3, "the oldest kept");
+        assert_eq!(median(p), 6);
+        assert_eq!(median(0), 0);
+        assert_eq!(log2_q3(u64::MAX), u8::MAX);
+    }
+
+    #[test]
+    fn wake_samples_from_other_wakes_or_absurd_clocks_are_refused() {
+        // Parked at 1000, stamped at 5000, running at 30_000: 25 µs.
+        assert_eq!(wake_sample(5_000, 1_000, 30_000), Some(25_000));
+        // A stamp older than the park belongs to an earlier wake.
+        assert_eq!(wake_sample(900, 1_000, 30_000), None);
+        // The clock went backwards, or the wake is too fast or too slow to be one.
+        assert_eq!(wake_sample(5_000, 1_000, 4_000), None);
+        assert_eq!(wake_sample(5_000, 1_000, 5_100), None);
+        assert_eq!(wake_sample(5_000, 1_000, 5_000 + 20_000_000), None);
+        assert_eq!(offer_wake(5_000, 6_000, 30_000), None);
+        assert_eq!(offer_wake(5_000, 1_000, 30_000), Some(25_000));
+    }
+
+    #[test]
+    fn the_inline_spin_lasts_about_its_time_within_bounds() {
+        // 8 loads per 250 ns round: 1 µs is 32 loads.
+        assert_eq!(inline_loads(250), 32);
+        // A slow PAUSE (140 cycles): the minimum, two rounds.
+        assert_eq!(inline_loads(4_000), INLINE_LOADS_MIN);
+        // A fast one, and nonsense: the maximum.
+        assert_eq!(inline_loads(10), INLINE_LOADS_MAX);
+        assert_eq!(inline_loads(0), INLINE_LOADS_MAX);
+        const { assert!(INLINE_SPIN_NS <= SPIN_FLOOR_NS * 2) };
+        assert!((INLINE_LOADS_MIN..=INLINE_LOADS_MAX).contains(&inline_spin_loads()));
+    }
+
+    #[test]
+    fn spin_round_samples_are_per_round_and_bounded() {
+        assert_eq!(spin_round_sample(4, 1_000), Some(250));
+        assert_eq!(spin_round_sample(0, 1_000), None);
+        assert_eq!(spin_round_sample(1, 1_000_000), None);
+        assert_eq!(spin_round_sample(100, 0), None);
+    }
+
+    #[test]
+    fn one_spin_in_so_many_of_a_thread_is_offered() {
+        // On a thread of its own, so that the count starts at zero.
+        std::thread::spawn(|| {
+            let before = SPIN_ROUND.samples();
+            for _ in 0..2 * SPIN_SAMPLE_EVERY {
+                offer_spin_rounds(4, 1_000);
+            }
+            let taken = SPIN_ROUND.samples() - before;
+            // Two offered; another test thread may have raced one away, none added.
+            assert!((1..=2).contains(&taken), "{taken}");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn the_prior_gives_the_budgets_of_the_constants_it_replaces() {
+        let b = budgets(None, None, false);
+        assert_eq!(b.spin_ns, WAKE_PRIOR_NS);
+        assert_eq!(b.handoff_ns, 20_000);
+        let b = budgets(None, None, true);
+        assert_eq!(b.spin_ns, SPIN_CEILING_HYPERVISOR_NS);
+        assert_eq!(b.handoff_ns, 20_000);
+    }
+
+    #[test]
+    fn budgets_follow_the_wake_latency_within_their_bounds() {
+        // Firecracker: 25 µs wake-ups. The spin stops at the ceiling, the hand-off
+        // covers two wake-ups.
+        let b = budgets(Some(25_000), Some(250), true);
+        assert_eq!(
+            b,
+            Budgets {
+                spin_ns: 5_000,
+                handoff_ns: 50_000
+            }
+        );
+        // Bare metal, 3 µs wake-ups: spin 3 µs, hand-off 6 µs.
+        let b = budgets(Some(3_000), Some(40), false);
+        assert_eq!(
+            b,
+            Budgets {
+                spin_ns: 3_000,
+                handoff_ns: 6_000
+            }
+        );
+        // Very fast wake-ups: the floor, and enough rounds for a slow PAUSE.
+        assert_eq!(budgets(Some(300), Some(40), false).spin_ns, SPIN_FLOOR_NS);
+        assert_eq!(budgets(Some(300), Some(400), false).spin_ns, 1_600);
+        // Very slow ones: the ceilings.
+        let b = budgets(Some(5_000_000), None, false);
+        assert_eq!(
+            b,
+            Budgets {
+                spin_ns: SPIN_CEILING_NS,
+                handoff_ns: HANDOFF_CEILING_NS
+            }
+        );
+        // An absurd round cost cannot push the floor past the ceiling.
+        assert_eq!(
+            budgets(Some(1_000), Some(50_000), true).spin_ns,
+            SPIN_CEILING_HYPERVISOR_NS
+        );
+    }
+
+    #[test]
+    fn racing_recorders_lose_samples_but_never_corrupt_the_estimate() {
+        let e = std::sync::Arc::new(LogEstimate::new());
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let e = e.clone();
+                std::thread::spawn(move || {
+                    // Fewer under Miri, which runs them a thousand times slower.
+                    for _ in 0..if cfg!(miri) { 100 } else { 10_000 } {
+                        e.record(8_000);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert!((1..=255).contains(&e.samples()));
+        assert!(near(e.get().unwrap(), 8_000));
+    }
+}

@@ -1,0 +1,535 @@
+//! What the waits did: where each one ended, how the hand-off spins fared, and the
+//! estimates and budgets in force.
+//!
+//! The counters live with the waiters and are never touched by a notifier. Each is a
+//! relaxed load and a relaxed store by the waiter that counts (a plain `mov` pair on
+//! x86, no locked instruction), at two places:
+//!
+//! - **per cell**, in the cell's waiter line ([`CellStats`]): a count can be lost when
+//!   two waiters of one cell finish at the same instant, which a statistic can
+//!   afford, a locked add on every wait it cannot;
+//! - **per thread**, in a block of the counting thread's own, which
+//!   [`stats`](crate::stats()) sums on read. A single process-wide set of counters
+//!   would be one cache line written by every waiting thread of the process: on a
+//!   machine with many cores it would bounce between them on every wait. Sharding by
+//!   CPU would still need locked adds (two threads can share a CPU's shard); a
+//!   thread's block has one writer, so relaxed stores are exact there. A block is
+//!   registered once per thread, under a lock, and folded into the retired totals
+//!   when its thread exits, so the counts of threads that are gone stay in the sum.
+
+use super::{estimate, Ended};
+use std::fmt;
+use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// The counters, by index.
+const INLINE_SPIN: usize = 0;
+const SPIN: usize = 1;
+const HARDWARE: usize = 2;
+const PARK: usize = 3;
+const TIMEOUT: usize = 4;
+const HANDOFF_SPINS: usize = 5;
+const HANDOFF_CAUGHT: usize = 6;
+const SPURIOUS_HARDWARE: usize = 7;
+/// How many counters there are.
+const COUNTERS: usize = 8;
+
+/// The counter of a wait that ended at `ended`; `None` for a wait whose predicate held
+/// at the first look (no wait at all: not counted, so that the fast path stays one
+/// load). The spin-and-yield rounds of a waiter that never parks count as a park (they
+/// stand in for one), and so does a park whose deadline passed as the value arrived.
+const fn index(ended: Ended) -> Option<usize> {
+    match ended {
+        Ended::Entry => None,
+        Ended::Inline => Some(INLINE_SPIN),
+        Ended::Spin => Some(SPIN),
+        Ended::Hardware => Some(HARDWARE),
+        Ended::Park | Ended::NoPark | Ended::AtDeadline => Some(PARK),
+        Ended::TimedOut => Some(TIMEOUT),
+    }
+}
+
+/// What the waits on one cell (or of the whole process) did. All counts start at zero
+/// and only grow; subtract two snapshots to see what happened in between.
+///
+/// # Examples
+///
+/// ```
+/// let s = mwait::stats().waits;
+/// println!("{s}");
+/// assert_eq!(s.waits(), s.inline_spin + s.spin + s.hardware + s.park + s.timeout);
+/// assert!(s.handoff_caught <= s.handoff_spins);
+/// ```
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct WaitStats {
+    /// Waits that ended in the loads spun inline, before the ladder.
+    pub inline_spin: u64,
+    /// Waits that ended in the spin tier.
+    pub spin: u64,
+    /// Waits that ended in the hardware tier.
+    pub hardware: u64,
+    /// Waits that ended after a futex park.
+    pub park: u64,
+    /// Waits whose deadline passed first.
+    pub timeout: u64,
+    /// Spins taken right after the waiting thread woke a parked partner (the
+    /// hand-off spin), however the wait ended.
+    pub handoff_spins: u64,
+    /// Hand-off spins that caught the change.
+    pub handoff_caught: u64,
+    /// Hardware wait episodes that returned without the value having changed (a
+    /// timer, an interrupt, another write to the line, a trapped instruction).
+    pub spurious_hardware: u64,
+}
+
+impl WaitStats {
+    /// How many waits ended, however they ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = mwait::WaitStats::default();
+    /// assert_eq!(s.waits(), 0);
+    /// ```
+    pub fn waits(&self) -> u64 {
+        self.inline_spin + self.spin + self.hardware + self.park + self.timeout
+    }
+
+    /// The counts from `earlier` to `self` (each saturating at zero).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let before = mwait::stats().waits;
+    /// let cell = mwait::WaitCell::new(1);
+    /// cell.wait_until(|v| v == 1);
+    /// let delta = mwait::stats().waits.since(&before);
+    /// assert!(delta.waits() <= mwait::stats().waits.waits());
+    /// ```
+    pub fn since(&self, earlier: &WaitStats) -> WaitStats {
+        WaitStats::from_counts(std::array::from_fn(|i| {
+            self.counts()[i].saturating_sub(earlier.counts()[i])
+        }))
+    }
+
+    /// The shares of the waits that ended in a spin (inline or the spin tier), the
+    /// hardware tier and a park, in per cent (0 when no wait ended).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (spin, hw, park) = mwait::WaitStats::default().shares();
+    /// assert_eq!((spin, hw, park), (0.0, 0.0, 0.0));
+    /// ```
+    pub fn shares(&self) -> (f64, f64, f64) {
+        let n = self.waits();
+        if n == 0 {
+            return (0.0, 0.0, 0.0);
+        }
+        let pct = |k: u64| 100.0 * k as f64 / n as f64;
+        (
+            pct(self.inline_spin + self.spin),
+            pct(self.hardware),
+            pct(self.park),
+        )
+    }
+
+    fn counts(&self) -> [u64; COUNTERS] {
+        let mut c = [0; COUNTERS];
+        c[INLINE_SPIN] = self.inline_spin;
+        c[SPIN] = self.spin;
+        c[HARDWARE] = self.hardware;
+        c[PARK] = self.park;
+        c[TIMEOUT] = self.timeout;
+        c[HANDOFF_SPINS] = self.handoff_spins;
+        c[HANDOFF_CAUGHT] = self.handoff_caught;
+        c[SPURIOUS_HARDWARE] = self.spurious_hardware;
+        c
+    }
+
+    fn from_counts(c: [u64; COUNTERS]) -> WaitStats {
+        WaitStats {
+            inline_spin: c[INLINE_SPIN],
+            spin: c[SPIN],
+            hardware: c[HARDWARE],
+            park: c[PARK],
+            timeout: c[TIMEOUT],
+            handoff_spins: c[HANDOFF_SPINS],
+            handoff_caught: c[HANDOFF_CAUGHT],
+            spurious_hardware: c[SPURIOUS_HARDWARE],
+        }
+    }
+}
+
+impl fmt::Display for WaitStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.waits();
+        let pct = |k: u64| {
+            if n == 0 {
+                0.0
+            } else {
+                100.0 * k as f64 / n as f64
+            }
+        };
+        write!(
+            f,
+            "{n} waits: inline spin {:.1} %, spin {:.1} %, hardware {:.1} %, park {:.1} %, \
+             timeout {:.1} %; hand-off spins {} ({} caught); spurious hardware returns {}",
+            pct(self.inline_spin),
+            pct(self.spin),
+            pct(self.hardware),
+            pct(self.park),
+            pct(self.timeout),
+            self.handoff_spins,
+            self.handoff_caught,
+            self.spurious_hardware
+        )
+    }
+}
+
+/// What the waits of this process did, and the estimates and budgets in force
+/// ([`stats`](crate::stats())).
+///
+/// # Examples
+///
+/// ```
+/// let s = mwait::stats();
+/// println!("{s}");
+/// assert!(s.handoff_spin >= s.spin_budget);
+/// ```
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProcessStats {
+    /// The waits of every thread of the process, those that have exited included.
+    pub waits: WaitStats,
+    /// The measured wake-up latency, from a notifier's `futex_wake` to the woken
+    /// waiter running; `None` until a wake-up has been measured.
+    pub wake_latency: Option<Duration>,
+    /// The measured cost of one spin round (loads and pauses between two clock
+    /// readings); `None` until one has been measured.
+    pub spin_round: Option<Duration>,
+    /// The spin budget that the measurements (or, before them, the prior) give.
+    pub spin_budget: Duration,
+    /// The spin right after waking a parked partner that they give.
+    pub handoff_spin: Duration,
+}
+
+impl fmt::Display for ProcessStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let measured = |d: Option<Duration>| match d {
+            Some(d) => format!("{} ns", d.as_nanos()),
+            None => "not measured yet".to_string(),
+        };
+        writeln!(f, "{}", self.waits)?;
+        write!(
+            f,
+            "wake-up latency {}, spin round {}; spin budget {} ns, hand-off spin {} ns",
+            measured(self.wake_latency),
+            measured(self.spin_round),
+            self.spin_budget.as_nanos(),
+            self.handoff_spin.as_nanos()
+        )
+    }
+}
+
+/// What the waits of this process did, summed over its threads (those that exited
+/// included), with the wake-up and spin-round estimates and the budgets they give.
+///
+/// Reading sums one small block per thread that has waited, under a lock: meant for
+/// reports and tests, not for a hot loop.
+///
+/// # Examples
+///
+/// ```
+/// let before = mwait::stats();
+/// // ... waits ...
+/// let after = mwait::stats();
+/// let (spin, hw, park) = after.waits.since(&before.waits).shares();
+/// println!("spin {spin:.0} %, hardware {hw:.0} %, park {park:.0} %");
+/// ```
+pub fn stats() -> ProcessStats {
+    process_stats(crate::detect::Capabilities::detect().hypervisor)
+}
+
+/// [`stats`] for a machine with or without a hypervisor.
+pub(crate) fn process_stats(hypervisor: bool) -> ProcessStats {
+    let b = estimate::current(hypervisor);
+    ProcessStats {
+        waits: WaitStats::from_counts(THREADS.sum()),
+        wake_latency: estimate::WAKE.get().map(Duration::from_nanos),
+        spin_round: estimate::SPIN_ROUND.get().map(Duration::from_nanos),
+        spin_budget: Duration::from_nanos(b.spin_ns),
+        handoff_spin: Duration::from_nanos(b.handoff_ns),
+    }
+}
+
+/// A set of counters with one writer at a time (or racing writers that may lose a
+/// count): relaxed load and store, no locked instruction.
+struct Counters([AtomicU64; COUNTERS]);
+
+impl Counters {
+    const fn new() -> Counters {
+        Counters([const { AtomicU64::new(0) }; COUNTERS])
+    }
+
+    #[inline]
+    fn bump(&self, i: usize) {
+        let c = &self.0[i];
+        c.store(c.load(Relaxed).wrapping_add(1), Relaxed);
+    }
+
+    fn read(&self) -> [u64; COUNTERS] {
+        std::array::from_fn(|i| self.0[i].load(Relaxed))
+    }
+}
+
+/// One cell's counters, in its waiter line: 32-bit, so that the eight of them take
+/// 32 bytes and the cell stays 256 bytes. They wrap after 2^32 waits of one cell (a
+/// snapshot's difference is then wrong once); the process-wide counts of
+/// [`stats`](crate::stats()) are 64-bit. Waiters count through [`CellStats::record`]
+/// and friends, which also count in the thread's block.
+pub(crate) struct CellStats([AtomicU32; COUNTERS]);
+
+impl CellStats {
+    pub(crate) const fn new() -> CellStats {
+        CellStats([const { AtomicU32::new(0) }; COUNTERS])
+    }
+
+    /// Counts a wait that ended at `ended` (nothing for [`Ended::Entry`]).
+    #[inline(always)]
+    pub(crate) fn record(&self, ended: Ended) {
+        if let Some(i) = index(ended) {
+            self.bump(i);
+        }
+    }
+
+    /// Counts a hand-off spin and whether it caught the change.
+    #[inline]
+    pub(crate) fn record_handoff(&self, caught: bool) {
+        self.bump(HANDOFF_SPINS);
+        if caught {
+            self.bump(HANDOFF_CAUGHT);
+        }
+    }
+
+    /// Counts a hardware episode that returned woken with the value unchanged.
+    #[inline]
+    pub(crate) fn record_spurious_hardware(&self) {
+        self.bump(SPURIOUS_HARDWARE);
+    }
+
+    /// A snapshot of the cell's counters.
+    pub(crate) fn snapshot(&self) -> WaitStats {
+        WaitStats::from_counts(std::array::from_fn(|i| u64::from(self.0[i].load(Relaxed))))
+    }
+
+    /// One relaxed load and store in the cell (a count can be lost to a waiter of the
+    /// same cell finishing at the same instant), one in the thread's block. Built
+    /// with `--cfg mwait_no_stats` it counts nothing: that build exists only to
+    /// measure what counting costs (docs/default-policy.md).
+    #[inline(always)]
+    fn bump(&self, i: usize) {
+        if cfg!(mwait_no_stats) {
+            return;
+        }
+        let c = &self.0[i];
+        c.store(c.load(Relaxed).wrapping_add(1), Relaxed);
+        bump_thread(i);
+    }
+}
+
+/// A thread's counters, on lines of their own so that a neighbour's block does not
+/// share them.
+#[repr(align(128))]
+struct Block(Counters);
+
+/// The live threads' blocks and the totals of the threads that exited.
+struct Registry {
+    inner: Mutex<RegistryInner>,
+}
+
+struct RegistryInner {
+    live: Vec<Arc<Block>>,
+    retired: [u64; COUNTERS],
+}
+
+impl Registry {
+    const fn new() -> Registry {
+        Registry {
+            inner: Mutex::new(RegistryInner {
+                live: Vec::new(),
+                retired: [0; COUNTERS],
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, RegistryInner> {
+        // The lock guards plain sums that no panic can leave half-updated.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new block, counted in the sum from now on.
+    fn register(&self) -> Arc<Block> {
+        let b = Arc::new(Block(Counters::new()));
+        self.lock().live.push(b.clone());
+        b
+    }
+
+    /// Folds `b`'s counts into the retired totals and forgets it (its thread exits).
+    fn retire(&self, b: &Arc<Block>) {
+        let counts = b.0.read();
+        let mut g = self.lock();
+        for (t, c) in g.retired.iter_mut().zip(counts) {
+            *t = t.wrapping_add(c);
+        }
+        g.live.retain(|x| !Arc::ptr_eq(x, b));
+    }
+
+    /// The retired totals plus every live block.
+    fn sum(&self) -> [u64; COUNTERS] {
+        let g = self.lock();
+        let mut s = g.retired;
+        for b in &g.live {
+            for (t, c) in s.iter_mut().zip(b.0.read()) {
+                *t = t.wrapping_add(c);
+            }
+        }
+        s
+    }
+}
+
+/// This process's registry of thread blocks.
+static THREADS: Registry = Registry::new();
+
+/// A thread's handle on its block: registers it on first use, retires it when the
+/// thread exits.
+struct ThreadBlock(Arc<Block>);
+
+impl Drop for ThreadBlock {
+    fn drop(&mut self) {
+        THREADS.retire(&self.0);
+    }
+}
+
+std::thread_local! {
+    static BLOCK: ThreadBlock = ThreadBlock(THREADS.register());
+}
+
+/// Counts `i` in the calling thread's block. A count made while the thread's
+/// locals are being torn down is dropped.
+#[inline]
+fn bump_thread(i: usize) {
+    let _ = BLOCK.try_with(|b| b.0 .0.bump(i));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_counts_each_outcome_and_the_hand_offs() {
+        let c = CellStats::new();
+        for e in [
+            Ended::Entry,
+            Ended::Inline,
+            Ended::Spin,
+            Ended::Spin,
+            Ended::Hardware,
+            Ended::Park,
+            Ended::TimedOut,
+        ] {
+            c.record(e);
+        }
+        c.record_handoff(true);
+        c.record_handoff(false);
+        c.record_spurious_hardware();
+        let s = c.snapshot();
+        assert_eq!(
+            s,
+            WaitStats {
+                inline_spin: 1,
+                spin: 2,
+                hardware: 1,
+                park: 1,
+                timeout: 1,
+                handoff_spins: 2,
+                handoff_caught: 1,
+                spurious_hardware: 1,
+            }
+        );
+        assert_eq!(s.waits(), 6);
+        let (spin, hw, park) = s.shares();
+        assert_eq!((spin, hw, park), (50.0, 100.0 / 6.0, 100.0 / 6.0));
+        assert_eq!(s.since(&s).waits(), 0);
+        assert_eq!(s.since(&WaitStats::default()), s);
+        let text = s.to_string();
+        assert!(
+            text.starts_with("6 waits: inline spin 16.7 %, spin 33.3 %"),
+            "{text}"
+        );
+        assert!(text.contains("hand-off spins 2 (1 caught)"), "{text}");
+    }
+
+    #[test]
+    fn the_cell_counters_take_32_bytes() {
+        assert_eq!(std::mem::size_of::<CellStats>(), 32);
+    }
+
+    #[test]
+    fn a_registry_keeps_the_counts_of_exited_threads() {
+        let r = Registry::new();
+        let a = r.register();
+        let b = r.register();
+        a.0.bump(SPIN);
+        a.0.bump(SPIN);
+        b.0.bump(PARK);
+        assert_eq!(r.sum()[SPIN], 2);
+        assert_eq!(r.sum()[PARK], 1);
+        r.retire(&a);
+        b.0.bump(PARK);
+        let s = r.sum();
+        assert_eq!((s[SPIN], s[PARK]), (2, 2));
+        assert_eq!(r.lock().live.len(), 1);
+        r.retire(&b);
+        assert_eq!(r.sum(), {
+            let mut want = [0; COUNTERS];
+            want[SPIN] = 2;
+            want[PARK] = 2;
+            want
+        });
+        assert!(r.lock().live.is_empty());
+    }
+
+    #[test]
+    fn the_process_sum_includes_threads_that_exited() {
+        const PER_THREAD: u64 = 1000;
+        const THREADS_N: u64 = 4;
+        let before = THREADS.sum();
+        let workers: Vec<_> = (0..THREADS_N)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    let c = CellStats::new();
+                    for _ in 0..PER_THREAD {
+                        c.record(Ended::TimedOut);
+                    }
+                    // This thread's own block saw every count: one writer, no loss.
+                    let own = BLOCK.with(|b| b.0 .0.read()[TIMEOUT]);
+                    assert_eq!(own, PER_THREAD);
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+        // The threads are gone; their counts stay. (Other tests may count too, but
+        // only ever up.)
+        let after = THREADS.sum();
+        assert!(after[TIMEOUT] - before[TIMEOUT] >= PER_THREAD * THREADS_N);
+        let s = process_stats(false);
+        assert!(s.waits.timeout >= PER_THREAD * THREADS_N);
+        assert!(s.handoff_spin >= s.spin_budget);
+    }
+}

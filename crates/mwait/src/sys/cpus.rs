@@ -1,0 +1,567 @@
+//! How many CPUs this *process* may use: the number the process-wide defaults (spin or
+//! not, the run-queue gate) are derived from.
+//!
+//! On Linux it is the online CPUs (`/sys/devices/system/cpu/online`) within the
+//! process's cpuset, further limited by its CPU quota:
+//!
+//! - the cpuset is `cpuset.cpus.effective` of the process's cgroup v2 (or, on a host
+//!   that still mounts the v1 `cpuset` controller, `cpuset.effective_cpus` of that
+//!   hierarchy); without one there is no limit;
+//! - the quota is `cpu.max` (`QUOTA PERIOD` or `max PERIOD`) of the cgroup v2 and each
+//!   of its ancestors up to the mount point (or v1's `cpu.cfs_quota_us` and
+//!   `cpu.cfs_period_us`), the tightest one counting as `ceil(QUOTA / PERIOD)` CPUs.
+//!
+//! It is never the calling thread's affinity mask (`sched_getaffinity(0)`, which
+//! `std::thread::available_parallelism` reads on Linux): the first thread to wait may
+//! have pinned itself to one CPU, as latency-sensitive programs do, and the defaults
+//! are settled once per process. Where the threads actually run is a per-wait fact
+//! that the ladder reads itself (`sched_getcpu`).
+//!
+//! Every file is read once, when detection runs. A file that is missing, unreadable
+//! or malformed imposes no limit (the parsers return `None`, never panic), and when
+//! not even the online list can be read the count comes from
+//! `sysconf(_SC_NPROCESSORS_ONLN)`. Other targets use
+//! `std::thread::available_parallelism` (or 1), which is what they offer.
+
+/// The kernel's list of online CPUs.
+const ONLINE_LIST_PATH: &str = "/sys/devices/system/cpu/online";
+/// Where the kernel lists the process's mounts (for the cgroup mount points).
+const MOUNTINFO_PATH: &str = "/proc/self/mountinfo";
+/// Where the kernel lists the process's cgroup in each hierarchy.
+const PROC_CGROUP_PATH: &str = "/proc/self/cgroup";
+
+/// The largest CPU number accepted in a list: the kernel's `NR_CPUS` limit is 8192
+/// on x86-64 (`CONFIG_MAXSMP`); anything far beyond it is a malformed file.
+const MAX_CPU: u32 = 1 << 16;
+/// The most cgroup levels walked up in search of a tighter quota: real hierarchies
+/// are a handful deep; this bounds the reads on a pathological path.
+const MAX_CGROUP_DEPTH: usize = 32;
+
+/// How many CPUs this process may use (at least 1; see the module docs), over a file reader (`None`: the file cannot be read), so that the
+/// whole resolution runs in tests on fixture trees. `fallback` gives the online count
+/// when the online list is unreadable.
+pub(crate) fn process_cpus_from(
+    read: &dyn Fn(&str) -> Option<String>,
+    fallback: fn() -> usize,
+) -> usize {
+    let online = read(ONLINE_LIST_PATH).and_then(|s| CpuList::parse(&s));
+    let mounts = read(MOUNTINFO_PATH)
+        .map(|s| parse_mountinfo(&s))
+        .unwrap_or_default();
+    let groups = read(PROC_CGROUP_PATH)
+        .map(|s| parse_proc_cgroup(&s))
+        .unwrap_or_default();
+    let v2 = cgroup_dir(&mounts, &groups, Hierarchy::V2);
+    let cpuset = v2
+        .as_ref()
+        .and_then(|d| read(&format!("{d}/cpuset.cpus.effective")))
+        .or_else(|| {
+            let d = cgroup_dir(&mounts, &groups, Hierarchy::V1("cpuset"))?;
+            read(&format!("{d}/cpuset.effective_cpus"))
+                .or_else(|| read(&format!("{d}/cpuset.cpus")))
+        })
+        .and_then(|s| CpuList::parse(&s));
+    let quota_v2 = v2.as_ref().and_then(|d| {
+        tightest_quota(d, &mounts, Hierarchy::V2, |dir| {
+            parse_cpu_max(&read(&format!("{dir}/cpu.max"))?)
+        })
+    });
+    let quota_v1 = cgroup_dir(&mounts, &groups, Hierarchy::V1("cpu")).and_then(|d| {
+        tightest_quota(&d, &mounts, Hierarchy::V1("cpu"), |dir| {
+            parse_cfs_quota(
+                &read(&format!("{dir}/cpu.cfs_quota_us"))?,
+                &read(&format!("{dir}/cpu.cfs_period_us"))?,
+            )
+        })
+    });
+    let quota = match (quota_v2, quota_v1) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    combine(online.as_ref(), cpuset.as_ref(), quota, fallback)
+}
+
+/// The count from its parts: the online CPUs within the cpuset (an empty
+/// intersection, which a running process cannot have, counts as no cpuset), at most
+/// the quota, at least 1.
+fn combine(
+    online: Option<&CpuList>,
+    cpuset: Option<&CpuList>,
+    quota: Option<usize>,
+    fallback: fn() -> usize,
+) -> usize {
+    let cpus = match (online, cpuset) {
+        (Some(o), Some(c)) => match o.intersection_len(c) {
+            0 => o.len(),
+            n => n,
+        },
+        (Some(o), None) => o.len(),
+        (None, Some(c)) => c.len().min(fallback()),
+        (None, None) => fallback(),
+    };
+    quota.map_or(cpus, |q| cpus.min(q)).max(1)
+}
+
+/// A set of CPU numbers, as sorted, disjoint, non-adjacent inclusive ranges.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CpuList(Vec<(u32, u32)>);
+
+impl CpuList {
+    /// Parses the kernel's list format (`0-3,5,8-11`; surrounding white space and a
+    /// trailing newline allowed). `None` when malformed or empty.
+    pub(crate) fn parse(s: &str) -> Option<CpuList> {
+        let mut ranges = Vec::new();
+        for item in s.trim().split(',') {
+            let item = item.trim();
+            let (lo, hi) = match item.split_once('-') {
+                Some((a, b)) => (a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?),
+                None => {
+                    let c = item.parse::<u32>().ok()?;
+                    (c, c)
+                }
+            };
+            if lo > hi || hi > MAX_CPU {
+                return None;
+            }
+            ranges.push((lo, hi));
+        }
+        ranges.sort_unstable();
+        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
+        for (lo, hi) in ranges {
+            match merged.last_mut() {
+                Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+                _ => merged.push((lo, hi)),
+            }
+        }
+        (!merged.is_empty()).then_some(CpuList(merged))
+    }
+
+    /// How many CPUs the list holds.
+    pub(crate) fn len(&self) -> usize {
+        self.0.iter().map(|&(lo, hi)| (hi - lo) as usize + 1).sum()
+    }
+
+    /// How many CPUs both lists hold.
+    pub(crate) fn intersection_len(&self, other: &CpuList) -> usize {
+        let mut n = 0;
+        for &(a, b) in &self.0 {
+            for &(c, d) in &other.0 {
+                let (lo, hi) = (a.max(c), b.min(d));
+                if lo <= hi {
+                    n += (hi - lo) as usize + 1;
+                }
+            }
+        }
+        n
+    }
+}
+
+/// `cpu.max` of cgroup v2 (`QUOTA PERIOD`, both in µs, or `max PERIOD`): the CPUs the
+/// quota amounts to, rounded up (a quota of 1.5 CPUs lets two threads run at once for
+/// part of each period). `None` for `max` or a malformed file.
+pub(crate) fn parse_cpu_max(s: &str) -> Option<usize> {
+    let mut it = s.split_whitespace();
+    let quota = it.next()?;
+    let period = it.next().map_or(Some(100_000), |p| p.parse::<u64>().ok())?;
+    if quota == "max" {
+        return None;
+    }
+    quota_cpus(quota.parse::<i64>().ok()?, period)
+}
+
+/// cgroup v1's `cpu.cfs_quota_us` (`-1`: no limit) and `cpu.cfs_period_us`, as for
+/// [`parse_cpu_max`].
+pub(crate) fn parse_cfs_quota(quota: &str, period: &str) -> Option<usize> {
+    quota_cpus(quota.trim().parse().ok()?, period.trim().parse().ok()?)
+}
+
+/// `ceil(quota / period)` CPUs, at least 1; `None` for a negative quota (no limit) or
+/// a zero period.
+fn quota_cpus(quota: i64, period: u64) -> Option<usize> {
+    let quota = u64::try_from(quota).ok()?;
+    if period == 0 {
+        return None;
+    }
+    usize::try_from(quota.div_ceil(period))
+        .ok()
+        .map(|n| n.max(1))
+}
+
+/// One line of `/proc/self/mountinfo`, the fields we use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Mount {
+    /// The path within the filesystem that is mounted (for a cgroup mount: the cgroup
+    /// that appears at the mount point).
+    pub(crate) root: String,
+    /// Where it is mounted.
+    pub(crate) mount_point: String,
+    /// The filesystem type (`cgroup2`, `cgroup`).
+    pub(crate) fstype: String,
+    /// The per-superblock options (for cgroup v1: the controllers, among others).
+    pub(crate) super_options: String,
+}
+
+/// Parses `/proc/self/mountinfo`: `ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS
+/// [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS` per line. Malformed lines are skipped.
+pub(crate) fn parse_mountinfo(s: &str) -> Vec<Mount> {
+    s.lines()
+        .filter_map(|line| {
+            let (head, tail) = line.split_once(" - ")?;
+            let mut head = head.split_whitespace();
+            let (_id, _parent, _dev) = (head.next()?, head.next()?, head.next()?);
+            let root = unescape_octal(head.next()?);
+            let mount_point = unescape_octal(head.next()?);
+            let mut tail = tail.split_whitespace();
+            let fstype = tail.next()?.to_string();
+            let _source = tail.next();
+            let super_options = tail.next().unwrap_or("").to_string();
+            Some(Mount {
+                root,
+                mount_point,
+                fstype,
+                super_options,
+            })
+        })
+        .collect()
+}
+
+/// Undoes mountinfo's escapes (`\040` for a space, `\011`, `\012`, `\134`); an
+/// escape that is not three octal digits is kept as it is.
+fn unescape_octal(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let digits = b.get(i + 1..i + 4);
+        let code = digits.filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (b[i], code) {
+            (b'\\', Some(d)) => {
+                let v = d.iter().fold(0u32, |v, c| v * 8 + u32::from(c - b'0'));
+                out.push(u8::try_from(v).unwrap_or(b'?'));
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// One line of `/proc/self/cgroup`: `ID:CONTROLLERS:PATH`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CgroupEntry {
+    /// The hierarchy id: 0 for the cgroup v2 unified hierarchy.
+    pub(crate) id: u32,
+    /// The v1 controllers bound to this hierarchy (empty for v2).
+    pub(crate) controllers: Vec<String>,
+    /// The process's cgroup, relative to the root of the hierarchy as this cgroup
+    /// namespace sees it.
+    pub(crate) path: String,
+}
+
+/// Parses `/proc/self/cgroup`. Malformed lines are skipped.
+pub(crate) fn parse_proc_cgroup(s: &str) -> Vec<CgroupEntry> {
+    s.lines()
+        .filter_map(|line| {
+            let mut it = line.splitn(3, ':');
+            let id = it.next()?.trim().parse().ok()?;
+            let controllers = it
+                .next()?
+                .split(',')
+                .filter(|c| !c.is_empty())
+                .map(str::to_string)
+                .collect();
+            let path = it.next()?.trim_end().to_string();
+            path.starts_with('/').then_some(CgroupEntry {
+                id,
+                controllers,
+                path,
+            })
+        })
+        .collect()
+}
+
+/// Which cgroup hierarchy to look in.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Hierarchy {
+    /// The unified (v2) hierarchy.
+    V2,
+    /// The v1 hierarchy that carries this controller.
+    V1(&'static str),
+}
+
+impl Hierarchy {
+    fn mount(self, mounts: &[Mount]) -> Option<&Mount> {
+        mounts.iter().find(|m| match self {
+            Hierarchy::V2 => m.fstype == "cgroup2",
+            Hierarchy::V1(c) => m.fstype == "cgroup" && m.super_options.split(',').any(|o| o == c),
+        })
+    }
+
+    fn entry(self, groups: &[CgroupEntry]) -> Option<&CgroupEntry> {
+        groups.iter().find(|g| match self {
+            Hierarchy::V2 => g.id == 0 && g.controllers.is_empty(),
+            Hierarchy::V1(c) => g.controllers.iter().any(|x| x == c),
+        })
+    }
+}
+
+/// The directory of the process's cgroup in `h`: the mount point joined with the
+/// cgroup's path below the mount's root. `None` when the hierarchy is not mounted or
+/// the process's cgroup lies outside what is mounted (a path such as `/../..` seen
+/// from another cgroup namespace).
+fn cgroup_dir(mounts: &[Mount], groups: &[CgroupEntry], h: Hierarchy) -> Option<String> {
+    let m = h.mount(mounts)?;
+    let path = &h.entry(groups)?.path;
+    if path.split('/').any(|c| c == "..") {
+        return None;
+    }
+    let below = if m.root == "/" {
+        path.as_str()
+    } else {
+        let rest = path.strip_prefix(m.root.as_str())?;
+        if !(rest.is_empty() || rest.starts_with('/')) {
+            return None;
+        }
+        rest
+    };
+    Some(format!(
+        "{}{}",
+        m.mount_point.trim_end_matches('/'),
+        below.trim_end_matches('/')
+    ))
+}
+
+/// The tightest quota (in CPUs) on the way from `dir` up to the mount point of `h`,
+/// reading each level with `quota_at` (`None`: no limit there).
+fn tightest_quota(
+    dir: &str,
+    mounts: &[Mount],
+    h: Hierarchy,
+    quota_at: impl Fn(&str) -> Option<usize>,
+) -> Option<usize> {
+    let top = h
+        .mount(mounts)?
+        .mount_point
+        .trim_end_matches('/')
+        .to_string();
+    let mut dir = dir.to_string();
+    let mut best: Option<usize> = None;
+    for _ in 0..MAX_CGROUP_DEPTH {
+        if let Some(q) = quota_at(&dir) {
+            best = Some(best.map_or(q, |b| b.min(q)));
+        }
+        if dir.len() <= top.len() {
+            break;
+        }
+        match dir.rfind('/') {
+            Some(i) if i >= top.len() => dir.truncate(i),
+            _ => break,
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn list(s: &str) -> CpuList {
+        CpuList::parse(s).unwrap()
+    }
+
+    #[test]
+    fn cpu_lists_parse_merge_and_count() {
+        assert_eq!(list("0-3,5\n").len(), 5);
+        assert_eq!(list("0").len(), 1);
+        assert_eq!(list("8-11, 0-3").0, vec![(0, 3), (8, 11)]);
+        // Overlapping and adjacent ranges merge, so nothing counts twice.
+        assert_eq!(list("0-3,2-5,6").0, vec![(0, 6)]);
+        assert_eq!(list("0-3,2-5,6").len(), 7);
+        assert_eq!(list("0-63").intersection_len(&list("2,4-5,70")), 3);
+        assert_eq!(list("0-1").intersection_len(&list("2-3")), 0);
+    }
+
+    #[test]
+    fn malformed_cpu_lists_are_refused() {
+        for bad in [
+            "",
+            "\n",
+            "a",
+            "3-1",
+            "0-",
+            "-1",
+            "0,,1",
+            "0-3;5",
+            "1-99999999",
+            "0 1",
+        ] {
+            assert_eq!(CpuList::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn cpu_max_is_rounded_up_to_whole_cpus() {
+        assert_eq!(parse_cpu_max("max 100000\n"), None);
+        assert_eq!(parse_cpu_max("max"), None);
+        assert_eq!(parse_cpu_max("200000 100000\n"), Some(2));
+        assert_eq!(parse_cpu_max("150000 100000"), Some(2));
+        assert_eq!(parse_cpu_max("50000 100000"), Some(1));
+        // A quota without a period uses the kernel's default period, 100 ms.
+        assert_eq!(parse_cpu_max("300000"), Some(3));
+        for bad in ["", "x 100000", "100000 0", "100000 y", "-5 100000"] {
+            assert_eq!(parse_cpu_max(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_cfs_quota("-1\n", "100000\n"), None);
+        assert_eq!(parse_cfs_quota("250000\n", "100000\n"), Some(3));
+        assert_eq!(parse_cfs_quota("1000", "100000"), Some(1));
+        assert_eq!(parse_cfs_quota("", "100000"), None);
+    }
+
+    const MOUNTINFO_V2: &str = "\
+22 1 0:21 / /proc rw,nosuid - proc proc rw
+30 24 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate
+";
+
+    const MOUNTINFO_HYBRID: &str = "\
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+";
+
+    #[test]
+    fn mountinfo_lines_give_root_mount_point_and_type() {
+        let m = parse_mountinfo(MOUNTINFO_V2);
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[1].mount_point, "/sys/fs/cgroup");
+        assert_eq!(m[1].fstype, "cgroup2");
+        assert_eq!(m[1].root, "/");
+        // Escaped spaces, a malformed line, an empty input.
+        let m = parse_mountinfo("1 2 0:3 /a\\040b /mnt/x\\040y rw - cgroup2 none rw\ngarbage\n");
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].root, "/a b");
+        assert_eq!(m[0].mount_point, "/mnt/x y");
+        assert!(parse_mountinfo("").is_empty());
+        assert_eq!(unescape_octal("a\\9b\\"), "a\\9b\\");
+    }
+
+    #[test]
+    fn proc_cgroup_lines_give_hierarchies() {
+        let g = parse_proc_cgroup("0::/user.slice/app.scope\n");
+        assert_eq!(g.len(), 1);
+        assert_eq!(g[0].id, 0);
+        assert!(g[0].controllers.is_empty());
+        assert_eq!(g[0].path, "/user.slice/app.scope");
+        let g = parse_proc_cgroup("4:cpu,cpuacct:/docker/ab\n3:cpuset:/\nbad\n9:x\n");
+        assert_eq!(g.len(), 2);
+        assert_eq!(g[0].controllers, vec!["cpu", "cpuacct"]);
+        // A path with a colon in it stays whole.
+        assert_eq!(parse_proc_cgroup("0::/a:b")[0].path, "/a:b");
+    }
+
+    #[test]
+    fn cgroup_dirs_join_the_mount_point_and_the_path_below_its_root() {
+        let mounts = parse_mountinfo(MOUNTINFO_V2);
+        let at = |cg: &str| cgroup_dir(&mounts, &parse_proc_cgroup(cg), Hierarchy::V2);
+        assert_eq!(at("0::/"), Some("/sys/fs/cgroup".into()));
+        assert_eq!(at("0::/a/b\n"), Some("/sys/fs/cgroup/a/b".into()));
+        assert_eq!(at("0::/../../x"), None, "outside this namespace");
+        assert_eq!(at("3:cpuset:/"), None, "no v2 entry");
+        // A container that mounts only its own subtree.
+        let bind = parse_mountinfo("1 2 0:3 /docker/c1 /sys/fs/cgroup rw - cgroup2 none rw\n");
+        let at = |cg: &str| cgroup_dir(&bind, &parse_proc_cgroup(cg), Hierarchy::V2);
+        assert_eq!(at("0::/docker/c1/app"), Some("/sys/fs/cgroup/app".into()));
+        assert_eq!(at("0::/docker/c1"), Some("/sys/fs/cgroup".into()));
+        assert_eq!(at("0::/docker/c10"), None);
+        assert_eq!(at("0::/other"), None);
+    }
+
+    /// `process_cpus_from` over a fixture tree.
+    fn cpus(files: &[(&str, &str)], fallback: fn() -> usize) -> usize {
+        let map: HashMap<String, String> = files
+            .iter()
+            .map(|(p, c)| (p.to_string(), c.to_string()))
+            .collect();
+        process_cpus_from(&|p: &str| map.get(p).cloned(), fallback)
+    }
+
+    fn sixteen() -> usize {
+        16
+    }
+
+    #[test]
+    fn the_count_is_the_online_cpus_within_the_cpuset_and_quota() {
+        let online = (ONLINE_LIST_PATH, "0-7\n");
+        let mi = (MOUNTINFO_PATH, MOUNTINFO_V2);
+        let cg = (PROC_CGROUP_PATH, "0::/app/worker\n");
+        // No cgroup files: every online CPU.
+        assert_eq!(cpus(&[online], sixteen), 8);
+        assert_eq!(cpus(&[online, mi, cg], sixteen), 8);
+        // The cpuset limits; an offline CPU in it does not count.
+        let set = (
+            "/sys/fs/cgroup/app/worker/cpuset.cpus.effective",
+            "2-3,6-9\n",
+        );
+        assert_eq!(cpus(&[online, mi, cg, set], sixteen), 4);
+        // The tightest quota on the way up counts, rounded up.
+        let q_leaf = ("/sys/fs/cgroup/app/worker/cpu.max", "max 100000\n");
+        let q_mid = ("/sys/fs/cgroup/app/cpu.max", "250000 100000\n");
+        assert_eq!(cpus(&[online, mi, cg, q_leaf, q_mid], sixteen), 3);
+        assert_eq!(cpus(&[online, mi, cg, set, q_leaf, q_mid], sixteen), 3);
+        let q_one = ("/sys/fs/cgroup/app/worker/cpu.max", "50000 100000\n");
+        assert_eq!(cpus(&[online, mi, cg, set, q_one, q_mid], sixteen), 1);
+        // Malformed files impose nothing.
+        let junk = ("/sys/fs/cgroup/app/worker/cpuset.cpus.effective", "junk");
+        let junk_q = ("/sys/fs/cgroup/app/cpu.max", "1 0");
+        assert_eq!(cpus(&[online, mi, cg, junk, junk_q], sixteen), 8);
+        // A cpuset that shares no CPU with the online list is not believed.
+        let apart = ("/sys/fs/cgroup/app/worker/cpuset.cpus.effective", "100-101");
+        assert_eq!(cpus(&[online, mi, cg, apart], sixteen), 8);
+        // No online list: the fallback, still limited by the cpuset.
+        assert_eq!(cpus(&[], sixteen), 16);
+        assert_eq!(cpus(&[mi, cg, set], sixteen), 6);
+        assert_eq!(cpus(&[(ONLINE_LIST_PATH, "garbage")], || 0), 1);
+    }
+
+    #[test]
+    fn a_v1_hierarchy_counts_where_v2_has_no_controllers() {
+        let files = [
+            (ONLINE_LIST_PATH, "0-1\n"),
+            (MOUNTINFO_PATH, MOUNTINFO_HYBRID),
+            (PROC_CGROUP_PATH, "4:cpu:/job\n3:cpuset:/job\n0::/\n"),
+        ];
+        assert_eq!(cpus(&files, sixteen), 2);
+        let mut more = files.to_vec();
+        more.push(("/sys/fs/cgroup/cpuset/job/cpuset.effective_cpus", "1\n"));
+        assert_eq!(cpus(&more, sixteen), 1);
+        let mut quota = files.to_vec();
+        quota.push(("/sys/fs/cgroup/cpu/job/cpu.cfs_quota_us", "50000\n"));
+        quota.push(("/sys/fs/cgroup/cpu/job/cpu.cfs_period_us", "100000\n"));
+        assert_eq!(cpus(&quota, sixteen), 1);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri's isolation hides the host's files and CPUs")]
+    fn this_process_counts_at_least_one_cpu_whatever_the_thread_is_pinned_to() {
+        let before = crate::sys::usable_cpus().unwrap_or(1);
+        assert!(before >= 1);
+        // A thread pinned to the CPU it runs on still counts the process's CPUs.
+        std::thread::spawn(move || {
+            let here = crate::sys::current_cpu() as usize;
+            for c in (0..1024).filter(|&c| c != here) {
+                if let Some(mask) = crate::sys::ThreadCpus::of_this_thread() {
+                    let _ = mask.move_off(c);
+                }
+            }
+            let mask = crate::sys::ThreadCpus::of_this_thread().map_or(1, |m| m.count());
+            assert!(mask <= 1 || before == 1 || cfg!(not(target_os = "linux")));
+            assert_eq!(crate::sys::usable_cpus().unwrap_or(1), before);
+        })
+        .join()
+        .unwrap();
+    }
+}
