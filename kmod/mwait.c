@@ -7,11 +7,17 @@
  * moment the word changes, the deadline passes, the scheduler needs the
  * CPU or a signal is pending, so the caller can fall back to a futex and
  * never holds a CPU the scheduler wants.  The notifier stays a plain store.
+ *
+ * MWAIT has no timer of its own: a store to the monitored line or an
+ * interrupt ends it.  So that the deadline ends a wait on time, not at
+ * the next tick or device interrupt, a wait arms an hrtimer for it on the
+ * CPU that sleeps; the timer's interrupt is the wake-up.
  */
 
 #include <linux/atomic.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
+#include <linux/hrtimer.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -101,42 +107,116 @@ static long mwait_ioc_info(void __user *argp)
 }
 
 /*
- * Arm the monitor, re-check the word, then MWAIT, with preemption disabled
- * around the pair so the armed monitor belongs to the CPU that sleeps.
- * Re-arm after every wake.  Returns the MWAIT_REASON_* that ended it.
+ * The deadline's timer.  Its interrupt is what ends an MWAIT at the
+ * deadline; the handler itself has nothing left to do.
+ */
+static enum hrtimer_restart mwait_deadline_fn(struct hrtimer *timer)
+{
+	return HRTIMER_NORESTART;
+}
+
+/*
+ * How one wait sleeps: the MWAIT hint, and the deadline's timer with the
+ * CPU it is armed on (-1 until it is armed).
+ */
+struct mwait_sleep {
+	struct hrtimer timer;
+	int timer_cpu;
+	u32 hint;
+};
+
+/*
+ * Kbuild defines MWAIT_HAVE_HRTIMER_SETUP where the headers have it.  Below
+ * C1 the local APIC timer stops on CPUs without ARAT (always running APIC
+ * timer), and the deadline's timer with it, so those CPUs wait in C1.
+ */
+static void mwait_sleep_init(struct mwait_sleep *sl, u32 hint)
+{
+#ifdef MWAIT_HAVE_HRTIMER_SETUP
+	hrtimer_setup_on_stack(&sl->timer, mwait_deadline_fn, CLOCK_MONOTONIC,
+			       HRTIMER_MODE_ABS_PINNED_HARD);
+#else
+	hrtimer_init_on_stack(&sl->timer, CLOCK_MONOTONIC,
+			      HRTIMER_MODE_ABS_PINNED_HARD);
+	sl->timer.function = mwait_deadline_fn;
+#endif
+	sl->timer_cpu = -1;
+	sl->hint = hint;
+	if ((hint >> 4) & 0xf && !boot_cpu_has(X86_FEATURE_ARAT))
+		sl->hint = 0;
+}
+
+/*
+ * One episode: arm the monitor, re-check the word and the deadline, then
+ * MWAIT.  Interrupts stay off from the arm to the MWAIT, so the armed
+ * monitor and the deadline's timer belong to the CPU that sleeps, and a
+ * timer that fires after the deadline check stays pending until STI;MWAIT,
+ * where it ends the MWAIT at once instead of being lost before it.  The
+ * timer is (re)armed, pinned to this CPU, whenever the wait runs on a CPU
+ * other than the one it was armed on.  Returns the MWAIT_REASON_* that
+ * ends the wait, or 0 to go on.
+ */
+static u32 mwait_episode(u32 *word, struct mwait_wait *w,
+			 struct mwait_sleep *sl)
+{
+	int cpu;
+	u32 v;
+
+	local_irq_disable();
+	__monitor(word, 0, 0);
+	v = READ_ONCE(*word);
+	if ((v & w->mask) != w->expected) {
+		local_irq_enable();
+		w->value = v;
+		return MWAIT_REASON_CHANGED;
+	}
+	if (ktime_get_ns() >= w->deadline_ns) {
+		local_irq_enable();
+		w->value = v;
+		return MWAIT_REASON_DEADLINE;
+	}
+	cpu = smp_processor_id();
+	if (cpu != sl->timer_cpu) {
+		hrtimer_start(&sl->timer, ns_to_ktime(w->deadline_ns),
+			      HRTIMER_MODE_ABS_PINNED_HARD);
+		sl->timer_cpu = cpu;
+	}
+	if (!need_resched()) {
+		/* As local_irq_enable(), with MWAIT in STI's shadow. */
+		trace_hardirqs_on();
+		__sti_mwait(sl->hint, 0);
+	} else {
+		local_irq_enable();
+	}
+	w->wakeups++;
+	w->value = READ_ONCE(*word);
+	if ((w->value & w->mask) != w->expected)
+		return MWAIT_REASON_CHANGED;
+	if (need_resched())
+		return MWAIT_REASON_RESCHED;
+	if (signal_pending(current))
+		return MWAIT_REASON_SIGNAL;
+	if (ktime_get_ns() >= w->deadline_ns)
+		return MWAIT_REASON_DEADLINE;
+	return 0;
+}
+
+/*
+ * Waits episode after episode until one ends the wait, then cancels the
+ * deadline's timer.  Returns the MWAIT_REASON_* that ended it.
  */
 static u32 mwait_loop(u32 *word, struct mwait_wait *w)
 {
-	u32 v;
+	struct mwait_sleep sl;
+	u32 reason;
 
-	for (;;) {
-		preempt_disable();
-		__monitor(word, 0, 0);
-		v = READ_ONCE(*word);
-		if ((v & w->mask) != w->expected) {
-			preempt_enable();
-			w->value = v;
-			return MWAIT_REASON_CHANGED;
-		}
-		if (ktime_get_ns() >= w->deadline_ns) {
-			preempt_enable();
-			w->value = v;
-			return MWAIT_REASON_DEADLINE;
-		}
-		if (!need_resched())
-			__mwait(w->hint, 0);
-		preempt_enable();
-		w->wakeups++;
-		w->value = READ_ONCE(*word);
-		if ((w->value & w->mask) != w->expected)
-			return MWAIT_REASON_CHANGED;
-		if (need_resched())
-			return MWAIT_REASON_RESCHED;
-		if (signal_pending(current))
-			return MWAIT_REASON_SIGNAL;
-		if (ktime_get_ns() >= w->deadline_ns)
-			return MWAIT_REASON_DEADLINE;
-	}
+	mwait_sleep_init(&sl, w->hint);
+	do {
+		reason = mwait_episode(word, w, &sl);
+	} while (!reason);
+	hrtimer_cancel(&sl.timer);
+	destroy_hrtimer_on_stack(&sl.timer);
+	return reason;
 }
 
 static long mwait_ioc_wait(void __user *argp)

@@ -345,7 +345,7 @@ impl WaitCell {
 
     /// The cell as the ladder sees it.
     #[inline(always)]
-    fn waiter(&self) -> Waiter<'_> {
+    pub(crate) fn waiter(&self) -> Waiter<'_> {
         Waiter {
             line: &self.line,
             sleepers: &self.waiters.sleepers,

@@ -71,8 +71,8 @@
 //! | tier | executed | timed on real hardware |
 //! | --- | --- | --- |
 //! | UMWAIT / TPAUSE | under `qemu-x86_64-static -cpu max` (no-op there), `cargo xtask hw-test` | not yet |
-//! | MWAITX | natively on AMD EPYC KVM guests that execute it although CPUID hides it (returns in ~2 µs there), `cargo xtask hw-test` | not yet |
-//! | kernel MWAIT | in a QEMU TCG guest (`cargo xtask vm-test`; MWAIT is a no-op there with two vCPUs) | not yet |
+//! | MWAITX | natively on AMD EPYC Firecracker guests that execute it although CPUID hides it (trapped: ~7 µs whatever its timer, so the self-test's check (b) demotes it), `cargo xtask hw-test` | not yet |
+//! | kernel MWAIT | in a QEMU TCG guest (`cargo xtask vm-test`; MWAIT is a no-op there with two vCPUs, and the module's deadline timer ends a wait on time) | not yet |
 //!
 //! Every hardware tier runs a self-test the first time it is chosen (about 1 ms): it
 //! checks that a wait (a) ends within a few µs of another thread's store to the armed

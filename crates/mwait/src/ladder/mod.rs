@@ -276,16 +276,30 @@ pub(crate) fn run(
     deadline: Option<u64>,
     policy: &WaitPolicy,
 ) -> Outcome {
-    let mut climb = Climb::start(cell, policy.resolve(), deadline);
+    let pol = policy.resolve();
+    let hw = pol.hw;
+    climb(cell, pred, deadline, pol, hw.as_ref())
+}
+
+/// The ladder of [`run`] with `hw` as its hardware tier: the process's tier from
+/// [`run`], a simulated monitor (`backend/sim.rs`) in the tests, which is how the
+/// whole ladder is tested against monitors this machine does not have. The
+/// hardware tier runs when `hw` is given, `pol` grants it a budget and spinning
+/// can help.
+#[inline(always)]
+pub(crate) fn climb(
+    cell: Waiter<'_>,
+    pred: &mut dyn FnMut(u32) -> bool,
+    deadline: Option<u64>,
+    pol: Resolved,
+    hw: Option<&impl HardwareWait>,
+) -> Outcome {
+    let mut climb = Climb::start(cell, pol, deadline);
     if let Some(v) = spin_tier(&mut climb, pred) {
         return climb.finish(v, Ended::Spin);
     }
-    if let Some(hw) = climb
-        .pol
-        .hw
-        .filter(|_| climb.pol.hw_wanted() && climb.can_help)
-    {
-        if let Some(v) = hardware_tier(&mut climb, &hw, pred) {
+    if let Some(hw) = hw.filter(|_| climb.pol.hw_ns > 0 && climb.can_help) {
+        if let Some(v) = hardware_tier(&mut climb, hw, pred) {
             return climb.finish(v, Ended::Hardware);
         }
     }
@@ -425,6 +439,9 @@ fn no_park_round(c: &Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32
     }
     hit
 }
+
+#[cfg(test)]
+mod simulated;
 
 #[cfg(test)]
 mod tests {
