@@ -20,7 +20,7 @@
 
 use super::contract::Parked;
 use super::counters::{self, Counter};
-use crate::primitive::AtomicU32;
+use crate::primitive::{AtomicU32, Ordering};
 use core::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 
@@ -116,6 +116,11 @@ pub(crate) fn wait(
     deadline_ns: Option<u64>,
     shared: bool,
 ) -> Parked {
+    // The OS call returns at once when the value differs, without saying so: a look
+    // first tells that apart from a wake-up (a sample of no wake-up latency).
+    if word.load(Ordering::Relaxed) != expected {
+        return Parked::Changed;
+    }
     let addr = word.as_ptr().cast::<c_void>();
     let remaining = match deadline_ns {
         Some(d) => match remaining_ns(d) {

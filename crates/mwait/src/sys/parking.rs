@@ -106,7 +106,7 @@ pub(crate) fn wait(
     {
         let mut queue = lock(addr);
         if word.load(Ordering::SeqCst) != expected {
-            return Parked::Woken;
+            return Parked::Changed;
         }
         queue.push(Entry {
             addr,

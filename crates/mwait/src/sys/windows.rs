@@ -61,6 +61,11 @@ pub(crate) fn wait(
     deadline_ns: Option<u64>,
     shared: bool,
 ) -> Parked {
+    // The OS call returns at once when the value differs, without saying so: a look
+    // first tells that apart from a wake-up (a sample of no wake-up latency).
+    if word.load(Ordering::Relaxed) != expected {
+        return Parked::Changed;
+    }
     let mut ms = match deadline_ns {
         Some(d) => {
             let now = super::clock::now_ns();
