@@ -192,7 +192,7 @@ mod tests {
     #[test]
     fn a_changed_value_returns_at_once_and_nobody_is_woken() {
         let word = AtomicU32::new(1);
-        assert_eq!(wait(&Queue, &word, 0, None, false), Parked::Woken);
+        assert_eq!(wait(&Queue, &word, 0, None, false), Parked::Changed);
         assert_eq!(wake(&Queue, &word, ALL, false), 0);
     }
 
