@@ -562,9 +562,9 @@ impl WaitCell {
         self.line.parked()
     }
 
-    /// How many parked waiters the model futex has woken on this cell so far (the
-    /// loom models check that `notify_one` wakes one).
-    #[cfg(loom)]
+    /// How many parked waiters the loom model's futex has woken on this cell so far
+    /// (the loom models check that `notify_one` wakes one); always 0 outside the
+    /// model, which alone counts them.
     #[doc(hidden)]
     pub fn model_wakes(&self) -> u32 {
         self.waiters.sleepers.queue().woken()

@@ -203,7 +203,6 @@ impl Sleepers {
     }
 
     /// The platform's sleep queue (the loom models count its wakes).
-    #[cfg(loom)]
     pub(crate) fn queue(&self) -> &Queue {
         &self.queue
     }

@@ -18,6 +18,7 @@
 //!   when its thread exits, so the counts of threads that are gone stay in the sum.
 
 use super::{estimate, Ended};
+use crate::sys::counters::WAIT_STATS;
 use std::fmt;
 use std::sync::atomic::AtomicU32;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -319,7 +320,7 @@ impl CellStats {
     pub(crate) fn record(&self, ended: Ended) {
         match index(ended) {
             Some(INLINE_SPIN) => {
-                if cfg!(mwait_no_stats) {
+                if !WAIT_STATS {
                     return;
                 }
                 let n = bump_thread(INLINE_SPIN);
@@ -361,7 +362,7 @@ impl CellStats {
     /// measure what counting costs (docs/default-policy.md).
     #[inline(always)]
     fn bump(&self, i: usize) {
-        if cfg!(mwait_no_stats) {
+        if !WAIT_STATS {
             return;
         }
         let c = &self.0[i];

@@ -1,7 +1,14 @@
 //! The counters of the `test-counters` feature, for tests that prove what the fast
 //! paths do not do. Without the feature, [`count`] compiles to nothing.
+//!
+//! Also the switch of the wait statistics: [`WAIT_STATS`].
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Whether waits are counted (`WaitCell::stats`, `mwait::stats`). Always, except in a
+/// build with `--cfg mwait_no_stats`, which exists only to measure what counting
+/// costs (`docs/default-policy.md`).
+pub(crate) const WAIT_STATS: bool = !cfg!(mwait_no_stats);
 
 /// What is counted.
 // Only Linux calls membarrier, and only Linux on x86-64 /dev/mwait.
