@@ -15,7 +15,7 @@
 
 use super::contract::Parked;
 use super::counters::{self, Counter};
-use crate::primitive::{AtomicU32, Ordering};
+use crate::primitive::AtomicU32;
 use core::ffi::c_void;
 
 // No process-wide barrier (notifiers never take the light path, waiters fence),
@@ -37,9 +37,7 @@ pub(crate) fn wait(
     deadline_ns: Option<u64>,
     shared: bool,
 ) -> Parked {
-    // The OS call returns at once when the value differs, without saying so: a look
-    // first tells that apart from a wake-up (a sample of no wake-up latency).
-    if word.load(Ordering::Relaxed) != expected {
+    if super::plain::changed(word, expected) {
         return Parked::Changed;
     }
     let op = if shared {

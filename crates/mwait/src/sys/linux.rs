@@ -7,19 +7,7 @@ use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 /// Nothing to keep beside the word: the kernel keys futex sleepers by address.
-#[derive(Debug, Default)]
-pub(crate) struct Queue;
-
-impl Queue {
-    pub(crate) const fn new() -> Queue {
-        Queue
-    }
-
-    /// Only the loom model counts wakes (see `plain.rs`'s `Queue::woken`).
-    pub(crate) const fn woken(&self) -> u32 {
-        0
-    }
-}
+pub(crate) use super::plain::Queue;
 
 fn futex_op(base: libc::c_int, shared: bool) -> libc::c_int {
     if shared {

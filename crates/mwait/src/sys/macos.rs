@@ -20,7 +20,7 @@
 
 use super::contract::Parked;
 use super::counters::{self, Counter};
-use crate::primitive::{AtomicU32, Ordering};
+use crate::primitive::AtomicU32;
 use core::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 
@@ -116,9 +116,7 @@ pub(crate) fn wait(
     deadline_ns: Option<u64>,
     shared: bool,
 ) -> Parked {
-    // The OS call returns at once when the value differs, without saying so: a look
-    // first tells that apart from a wake-up (a sample of no wake-up latency).
-    if word.load(Ordering::Relaxed) != expected {
+    if super::plain::changed(word, expected) {
         return Parked::Changed;
     }
     let addr = word.as_ptr().cast::<c_void>();

@@ -40,9 +40,8 @@ pub(crate) mod host;
 // The loom model counts nothing.
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) mod counters;
-#[cfg(any(loom, test, not(target_os = "linux")))]
 // Each platform takes the parts it lacks (Windows has a barrier of its own, the loom
-// model a queue; on Linux only the fallback table's tests use it): the rest go unused.
+// model a queue, Linux only the queue): the rest go unused.
 #[allow(dead_code)]
 mod plain;
 

@@ -3,7 +3,7 @@
 //! it has a barrier of its own; the loom model takes all), and a starting point for a
 //! new one.
 
-use crate::primitive::{fence, Ordering};
+use crate::primitive::{fence, AtomicU32, Ordering};
 
 /// No process-wide barrier here: notifiers never take the light path.
 #[inline(always)]
@@ -18,6 +18,14 @@ pub(crate) fn waiter_barrier() {
 
 /// Nothing to settle: the barrier needs no registration.
 pub(crate) fn prepare() {}
+
+/// Whether `word` no longer holds `expected`. For an OS wait that returns at once when
+/// the value differs without saying so, a look first tells that apart from a wake-up
+/// (it is then `Parked::Changed`, which gives no wake-up latency sample).
+#[inline]
+pub(crate) fn changed(word: &AtomicU32, expected: u32) -> bool {
+    word.load(Ordering::Relaxed) != expected
+}
 
 /// Nothing to keep beside the word: for a platform whose OS call (or table) keys
 /// sleepers by address.

@@ -61,9 +61,7 @@ pub(crate) fn wait(
     deadline_ns: Option<u64>,
     shared: bool,
 ) -> Parked {
-    // The OS call returns at once when the value differs, without saying so: a look
-    // first tells that apart from a wake-up (a sample of no wake-up latency).
-    if word.load(Ordering::Relaxed) != expected {
+    if super::plain::changed(word, expected) {
         return Parked::Changed;
     }
     let mut ms = match deadline_ns {
