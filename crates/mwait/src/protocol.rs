@@ -241,7 +241,10 @@ impl MonitorLine {
     pub(crate) fn store(&self, s: &Sleepers, value: u32, on_woke: &impl OnWake) {
         if park::light_notify() {
             // The asymmetric barrier: parking waiters run membarrier(), so a
-            // compiler barrier orders our store before our load of `state`.
+            // compiler barrier orders our store before our load of `state`. The
+            // line is asked for exclusively first, so that the load of `state`
+            // does not fetch it shared for the store to fetch it again.
+            park::before_light_store(&self.value);
             self.value.store(value, Ordering::Release); // (1)
             compiler_fence(Ordering::SeqCst);
             let state = self.state.load(Ordering::Relaxed); // (2)

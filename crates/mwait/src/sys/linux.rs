@@ -153,6 +153,19 @@ pub(crate) fn light_notify() -> bool {
     LIGHT_NOTIFY.load(Ordering::Relaxed)
 }
 
+/// Whether a light notify first asks for the line exclusively (PREFETCHW): set with
+/// [`LIGHT_NOTIFY`], where the CPU has the instruction.
+static PREFETCH_BEFORE_LIGHT_STORE: AtomicBool = AtomicBool::new(false);
+
+/// See the contract in [`super::park`]: PREFETCHW on `word` where the CPU has it.
+#[inline(always)]
+pub(crate) fn before_light_store(word: &AtomicU32) {
+    if PREFETCH_BEFORE_LIGHT_STORE.load(Ordering::Relaxed) {
+        // SAFETY: the flag is set only where `prefetchw_supported` found PREFETCHW.
+        unsafe { super::x86::prefetch_for_write(word) };
+    }
+}
+
 /// `membarrier(PRIVATE_EXPEDITED)` where this process could register for it (then
 /// notifiers use the light path), else a `SeqCst` fence (then they never do). The
 /// first call registers; every waiter blocks on that one-time registration, so no
@@ -187,6 +200,7 @@ fn registered() -> bool {
             && membarrier_wanted()
             && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
         if ok {
+            PREFETCH_BEFORE_LIGHT_STORE.store(super::x86::prefetchw_supported(), Ordering::SeqCst);
             LIGHT_NOTIFY.store(true, Ordering::SeqCst);
         }
         ok

@@ -161,7 +161,9 @@ pub(crate) const HAS_DEV_MWAIT: bool = dev_mwait::AVAILABLE;
 ///   thread of this process executes a full barrier before it returns).
 pub(crate) mod park {
     pub(crate) use super::contract::Parked;
-    pub(crate) use super::platform::{light_notify, prepare, wait, waiter_barrier, wake, Queue};
+    pub(crate) use super::platform::{
+        before_light_store, light_notify, prepare, wait, waiter_barrier, wake, Queue,
+    };
 
     /// `wake`'s `n` for "every sleeper".
     pub(crate) const ALL: u32 = u32::MAX;

@@ -97,3 +97,20 @@ impl MonitorX {
         match self {}
     }
 }
+
+/// No PREFETCHW off x86-64.
+// Only the Linux light notify uses it (not the loom model).
+#[cfg_attr(any(loom, not(target_os = "linux")), allow(dead_code))]
+pub(crate) fn prefetchw_supported() -> bool {
+    false
+}
+
+/// Nothing to do off x86-64 (never called: [`prefetchw_supported`] is false).
+///
+/// # Safety
+///
+/// None needed; `unsafe` only to match the x86-64 signature.
+#[inline(always)]
+// Only the Linux light notify uses it (not the loom model).
+#[cfg_attr(any(loom, not(target_os = "linux")), allow(dead_code))]
+pub(crate) unsafe fn prefetch_for_write(_word: &AtomicU32) {}

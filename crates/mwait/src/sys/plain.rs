@@ -11,6 +11,10 @@ pub(crate) fn light_notify() -> bool {
     false
 }
 
+/// Never called (notifiers never take the light path here).
+#[inline(always)]
+pub(crate) fn before_light_store(_word: &AtomicU32) {}
+
 /// A `SeqCst` fence, the symmetric protocol's half.
 pub(crate) fn waiter_barrier() {
     fence(Ordering::SeqCst);

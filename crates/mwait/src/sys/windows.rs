@@ -31,7 +31,11 @@ use windows_sys::Win32::System::Threading::{
 
 // Windows tells nothing the ladder reads about CPUs or load here, and there is
 // nothing to keep beside the word: Windows keys its waiters by address.
-pub(crate) use super::plain::{current_cpu, running_threads, usable_cpus, Queue, ThreadCpus};
+// The light store asks for no line ahead on Windows: the PREFETCHW of the Linux light path
+// was measured there only.
+pub(crate) use super::plain::{
+    before_light_store, current_cpu, running_threads, usable_cpus, Queue, ThreadCpus,
+};
 
 /// The longest one `WaitOnAddress` may sleep on a process-shared cell, since a
 /// notifier in another process cannot wake it (see the module docs).

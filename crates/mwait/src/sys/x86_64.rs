@@ -259,3 +259,42 @@ impl MonitorX {
         unsafe { mwaitx(hint, timeout_tsc) }
     }
 }
+
+/// Whether this CPU has PREFETCHW (CPUID.8000_0001:ECX\[8\], PRFCHW), which
+/// [`prefetch_for_write`] needs: every AMD CPU with 64-bit mode, Intel since Broadwell.
+// Only the Linux light notify uses it.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) fn prefetchw_supported() -> bool {
+    raw_cpuid::CpuId::with_cpuid_reader(super::cpuid::native_reader())
+        .get_extended_processor_and_feature_identifiers()
+        .is_some_and(|f| f.has_prefetchw())
+}
+
+/// Asks for `word`'s cache line in the exclusive state ahead of a store to it
+/// (PREFETCHW). The light notify stores to the monitor line and then loads `state` on
+/// the same line; without this, that load (which the CPU may run before the store
+/// commits) fetches the line shared, and the store then needs a second transaction
+/// to own it, which the waiter's re-load waits for: one more line transfer per hop
+/// of a ping-pong between cores (measured in `docs/default-policy.md`). On a line
+/// this CPU already owns it costs next to nothing. A hint: it never faults, and it
+/// wakes no monitor (it writes nothing).
+///
+/// # Safety
+///
+/// The CPU must have PREFETCHW ([`prefetchw_supported`]); elsewhere the opcode is not
+/// guaranteed to execute as a no-op.
+#[inline(always)]
+// Only the Linux light notify uses it.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) unsafe fn prefetch_for_write(word: &AtomicU32) {
+    // SAFETY: the caller guarantees PREFETCHW exists; it reads no memory
+    // architecturally (a hint on the line of a valid reference), writes no register
+    // and no flag, and touches no stack.
+    unsafe {
+        asm!(
+            "prefetchw [{0}]",
+            in(reg) word.as_ptr(),
+            options(nostack, preserves_flags, readonly)
+        );
+    }
+}
