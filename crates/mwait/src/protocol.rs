@@ -59,6 +59,13 @@
 //! that membarrier(2) documents (a compiler barrier on the fast path, membarrier on
 //! the slow path, in place of a full barrier on both).
 //!
+//! On Linux x86-64 the light notifier first issues a PREFETCHW on the line, where the
+//! CPU has it (`sys::park::before_light_store`). It is a hint that orders nothing and
+//! writes nothing, so the argument above is unchanged; it only keeps load (2), which
+//! the CPU may run before store (1) commits, from fetching the line shared and store
+//! (1) from fetching it a second time to own it, one line transfer per hop of a
+//! ping-pong between cores.
+//!
 //! On Windows `FlushProcessWriteBuffers` plays the part of `membarrier`: it
 //! interrupts every CPU running a thread of this process and returns once each has
 //! taken the interrupt, a full barrier there, which gives the same two cases (the
