@@ -60,7 +60,7 @@
 //! the slow path, in place of a full barrier on both).
 //!
 //! On Linux x86-64 the light notifier first issues a PREFETCHW on the line, where the
-//! CPU has it (`sys::park::before_light_store`). It is a hint that orders nothing and
+//! CPU has it (`sys::park::begin_light_store`). It is a hint that orders nothing and
 //! writes nothing, so the argument above is unchanged; it only keeps load (2), which
 //! the CPU may run before store (1) commits, from fetching the line shared and store
 //! (1) from fetching it a second time to own it, one line transfer per hop of a
@@ -73,7 +73,7 @@
 //! light path stays off). macOS, FreeBSD and the parking-table fallback have no such
 //! call and keep the symmetric protocol.
 //!
-//! The light path is taken only while `sys::park::light_notify()` says so: a flag set
+//! The light path is taken only while `sys::park::begin_light_store` says so: a flag set
 //! once, when registration succeeded, and never cleared. Every waiter blocks on that one-time
 //! registration before choosing its barrier, so no waiter uses a mere fence while a
 //! notifier may use the light path; where registration fails (old kernel, seccomp)
@@ -246,12 +246,12 @@ impl MonitorLine {
     /// parked waiters.
     #[inline(always)]
     pub(crate) fn store(&self, s: &Sleepers, value: u32, on_woke: &impl OnWake) {
-        if park::light_notify() {
+        // One load of the platform's notify mode; where it is light, the line may
+        // be asked for exclusively first, so that the load of `state` does not
+        // fetch it shared for the store to fetch it again.
+        if park::begin_light_store(&self.value) {
             // The asymmetric barrier: parking waiters run membarrier(), so a
-            // compiler barrier orders our store before our load of `state`. The
-            // line is asked for exclusively first, so that the load of `state`
-            // does not fetch it shared for the store to fetch it again.
-            park::before_light_store(&self.value);
+            // compiler barrier orders our store before our load of `state`.
             self.value.store(value, Ordering::Release); // (1)
             compiler_fence(Ordering::SeqCst);
             let state = self.state.load(Ordering::Relaxed); // (2)
@@ -415,7 +415,7 @@ mod tests {
     fn a_failing_waiter_barrier_withdraws_the_announcement() {
         // Registers for membarrier if this process can.
         park::waiter_barrier();
-        if !park::light_notify() {
+        if !park::begin_light_store(&AtomicU32::new(0)) {
             // The barrier is a fence, which cannot fail.
             return;
         }

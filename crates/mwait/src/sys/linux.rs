@@ -3,7 +3,7 @@
 use super::contract::Parked;
 use super::counters::{self, Counter};
 use crate::primitive::AtomicU32;
-use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::atomic::{fence, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 /// Nothing to keep beside the word: the kernel keys futex sleepers by address.
@@ -142,27 +142,31 @@ pub(crate) fn wake(_queue: &Queue, word: &AtomicU32, n: u32, shared: bool) -> us
     r.max(0) as usize
 }
 
-/// Whether notifiers may use the light half of the asymmetric barrier: set once,
-/// when this process has registered for `membarrier(PRIVATE_EXPEDITED)`, never reset.
-/// Read (`Relaxed`) on every uncontended notify; written once.
-static LIGHT_NOTIFY: AtomicBool = AtomicBool::new(false);
+/// Which notify this process's notifiers use, in one byte read (`Relaxed`) on every
+/// notify: [`NOTIFY_FENCED`] until this process has registered for
+/// `membarrier(PRIVATE_EXPEDITED)`, then [`NOTIFY_LIGHT`], or
+/// [`NOTIFY_LIGHT_PREFETCH`] where the CPU has PREFETCHW. Set once, never reset.
+static NOTIFY_MODE: AtomicU8 = AtomicU8::new(NOTIFY_FENCED);
+/// The symmetric protocol: a `SeqCst` store and load.
+const NOTIFY_FENCED: u8 = 0;
+/// The light half of the asymmetric barrier.
+const NOTIFY_LIGHT: u8 = 1;
+/// The light half, the line asked for exclusively first (PREFETCHW).
+const NOTIFY_LIGHT_PREFETCH: u8 = 2;
 
-/// See the contract in [`super::park`].
+/// See the contract in [`super::park`]: one load of the mode, and a PREFETCHW on
+/// `word` where the CPU has it.
 #[inline(always)]
-pub(crate) fn light_notify() -> bool {
-    LIGHT_NOTIFY.load(Ordering::Relaxed)
-}
-
-/// Whether a light notify first asks for the line exclusively (PREFETCHW): set with
-/// [`LIGHT_NOTIFY`], where the CPU has the instruction.
-static PREFETCH_BEFORE_LIGHT_STORE: AtomicBool = AtomicBool::new(false);
-
-/// See the contract in [`super::park`]: PREFETCHW on `word` where the CPU has it.
-#[inline(always)]
-pub(crate) fn before_light_store(word: &AtomicU32) {
-    if PREFETCH_BEFORE_LIGHT_STORE.load(Ordering::Relaxed) {
-        // SAFETY: the flag is set only where `prefetchw_supported` found PREFETCHW.
-        unsafe { super::x86::prefetch_for_write(word) };
+pub(crate) fn begin_light_store(word: &AtomicU32) -> bool {
+    match NOTIFY_MODE.load(Ordering::Relaxed) {
+        NOTIFY_FENCED => false,
+        NOTIFY_LIGHT => true,
+        _ => {
+            // SAFETY: the mode is NOTIFY_LIGHT_PREFETCH only where
+            // `prefetchw_supported` found PREFETCHW.
+            unsafe { super::x86::prefetch_for_write(word) };
+            true
+        }
     }
 }
 
@@ -200,8 +204,12 @@ fn registered() -> bool {
             && membarrier_wanted()
             && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
         if ok {
-            PREFETCH_BEFORE_LIGHT_STORE.store(super::x86::prefetchw_supported(), Ordering::SeqCst);
-            LIGHT_NOTIFY.store(true, Ordering::SeqCst);
+            let mode = if super::x86::prefetchw_supported() {
+                NOTIFY_LIGHT_PREFETCH
+            } else {
+                NOTIFY_LIGHT
+            };
+            NOTIFY_MODE.store(mode, Ordering::SeqCst);
         }
         ok
     })

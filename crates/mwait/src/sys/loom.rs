@@ -9,8 +9,8 @@ use crate::primitive::{AtomicU32, Ordering};
 // Loom cannot model `membarrier`: notifiers never take the light path, and the
 // model machine has no CPUs to tell apart and is never oversubscribed.
 pub(crate) use super::plain::{
-    before_light_store, current_cpu, light_notify, prepare, running_threads, usable_cpus,
-    waiter_barrier, ThreadCpus,
+    begin_light_store, current_cpu, prepare, running_threads, usable_cpus, waiter_barrier,
+    ThreadCpus,
 };
 
 /// The sleep queue of one cell: how many threads sleep in it, and the wake-ups

@@ -152,17 +152,21 @@ pub(crate) const HAS_DEV_MWAIT: bool = dev_mwait::AVAILABLE;
 ///   futex, say); the same flag is passed to `wait` and `wake` of one word.
 /// - [`waiter_barrier`]: the waiter's half of the barrier between announcing a
 ///   sleeper and re-checking the word (see `protocol.rs`): a `SeqCst` fence at
-///   least; something heavier (`membarrier`) where [`light_notify`] can return true.
+///   least; something heavier (`membarrier`) where [`begin_light_store`] can return
+///   true.
 /// - [`prepare`]: settles the one-time set-up of [`waiter_barrier`] (`membarrier`
 ///   registration), so that a child of `fork()` never finds it half done.
-/// - [`light_notify`]: whether notifiers may order their store before their look at
-///   the sleeper count with a compiler barrier alone. It may return true only after
-///   every later [`waiter_barrier`] is a process-wide barrier (every CPU running a
-///   thread of this process executes a full barrier before it returns).
+/// - [`begin_light_store`]: whether notifiers may order their store to `word` before
+///   their look at the sleeper count with a compiler barrier alone, in the one load
+///   the notify path makes. It may return true only after every later
+///   [`waiter_barrier`] is a process-wide barrier (every CPU running a thread of this
+///   process executes a full barrier before it returns). Where it says yes it may
+///   also prepare the line for the store (a PREFETCHW on Linux x86-64), which orders
+///   nothing.
 pub(crate) mod park {
     pub(crate) use super::contract::Parked;
     pub(crate) use super::platform::{
-        before_light_store, light_notify, prepare, wait, waiter_barrier, wake, Queue,
+        begin_light_store, prepare, wait, waiter_barrier, wake, Queue,
     };
 
     /// `wake`'s `n` for "every sleeper".

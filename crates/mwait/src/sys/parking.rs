@@ -38,8 +38,8 @@ use std::time::Duration;
 // nothing the ladder reads about CPUs or load, and nothing to keep beside the word:
 // the global table keys waiters by address (see the module docs).
 pub(crate) use super::plain::{
-    before_light_store, current_cpu, light_notify, prepare, running_threads, usable_cpus,
-    waiter_barrier, Queue, ThreadCpus,
+    begin_light_store, current_cpu, prepare, running_threads, usable_cpus, waiter_barrier, Queue,
+    ThreadCpus,
 };
 
 /// How many queues the table has; a power of two. Waiters on different words rarely
@@ -186,7 +186,7 @@ mod tests {
     #[test]
     fn notifiers_never_take_the_light_path() {
         waiter_barrier();
-        assert!(!light_notify());
+        assert!(!begin_light_store(&AtomicU32::new(0)));
     }
 
     #[test]

@@ -7,13 +7,9 @@ use crate::primitive::{fence, AtomicU32, Ordering};
 
 /// No process-wide barrier here: notifiers never take the light path.
 #[inline(always)]
-pub(crate) fn light_notify() -> bool {
+pub(crate) fn begin_light_store(_word: &AtomicU32) -> bool {
     false
 }
-
-/// Never called (notifiers never take the light path here).
-#[inline(always)]
-pub(crate) fn before_light_store(_word: &AtomicU32) {}
 
 /// A `SeqCst` fence, the symmetric protocol's half.
 pub(crate) fn waiter_barrier() {

@@ -31,11 +31,7 @@ use windows_sys::Win32::System::Threading::{
 
 // Windows tells nothing the ladder reads about CPUs or load here, and there is
 // nothing to keep beside the word: Windows keys its waiters by address.
-// The light store asks for no line ahead on Windows: the PREFETCHW of the Linux light path
-// was measured there only.
-pub(crate) use super::plain::{
-    before_light_store, current_cpu, running_threads, usable_cpus, Queue, ThreadCpus,
-};
+pub(crate) use super::plain::{current_cpu, running_threads, usable_cpus, Queue, ThreadCpus};
 
 /// The longest one `WaitOnAddress` may sleep on a process-shared cell, since a
 /// notifier in another process cannot wake it (see the module docs).
@@ -130,6 +126,13 @@ static LIGHT_NOTIFY: AtomicBool = AtomicBool::new(false);
 #[inline(always)]
 pub(crate) fn light_notify() -> bool {
     LIGHT_NOTIFY.load(Ordering::Relaxed)
+}
+
+/// See the contract in [`super::park`]. No PREFETCHW here: the Linux light path's
+/// was measured on Linux only.
+#[inline(always)]
+pub(crate) fn begin_light_store(_word: &AtomicU32) -> bool {
+    light_notify()
 }
 
 /// The waiter's heavy barrier, between announcing itself in `state` and its final
