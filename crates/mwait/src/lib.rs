@@ -94,8 +94,8 @@
 //! exit under a hypervisor) when some are, and briefly interrupts those threads.
 //! A cell whose waiter keeps parking (a consumer fed every millisecond) pays that once:
 //! the first park sets a sticky bit that makes the cell's notifiers fence (about as
-//! costly as the `xchg`), later parks skip `membarrier`, and the first notify that
-//! finds nobody parked clears the bit again. Programs that park often while other
+//! costly as the `xchg`), later parks skip `membarrier`, and 32 notifies in a row
+//! that find nobody parked clear the bit again. Programs that park often while other
 //! threads of theirs compute can turn the asymmetric barrier off with
 //! `MWAIT_MEMBARRIER=0`. The full argument is in the source (`protocol.rs`, "Notes
 //! about memory ordering").

@@ -104,14 +104,29 @@
 //! the bit. (A bit set *before* the grace period would not do: a waiter could read it
 //! while the setter's `membarrier` is still under way.)
 //!
-//! The bit costs notifiers a fence while it is set, so a notifier whose second look
-//! finds nobody parked (and no async waiter armed) clears it with a compare-exchange
-//! from exactly that state: the compare-exchange fails if a waiter has announced
-//! itself meanwhile, and a waiter that announces itself after it sees no `FENCED`
-//! and runs `membarrier` again. A cell whose waiter is always parked when the value
-//! changes keeps the bit and never pays `membarrier` again; a cell that is mostly
-//! stored to with nobody parked loses it at its first such store and goes back to the
-//! light path.
+//! The bit costs notifiers a fence while it is set, so notifiers that find nobody
+//! parked (and no async waiter armed) in their second look clear it, but only once
+//! [`FENCED_IDLE_NOTIFIES`](crate::primitive::FENCED_IDLE_NOTIFIES) of them have in a
+//! row: each such notify counts itself in `IDLE` bits of `state` with a
+//! compare-exchange from exactly the state it read, and the last one of the run
+//! replaces `FENCED` and the count by 0; a notify that wakes a parked waiter resets
+//! the count. A compare-exchange fails if a waiter has announced itself meanwhile,
+//! and a waiter that announces itself after it sees no `FENCED` runs `membarrier`
+//! again. (The count only delays the clearing: the argument above reads nothing
+//! but the `FENCED` bit.)
+//!
+//! Why a run and not the first such notify: a waiter that has just been woken is
+//! often not parked again by the time its partner answers it (the partner runs
+//! first, on the waker's CPU or its own), and with the bit cleared at the first of
+//! those the next park paid `membarrier` again: in a ping-pong of two threads on one
+//! CPU that was 18 % of the parks and 5-30 % of the round trip. The rule: the bit
+//! costs each notify a fence, a load and a compare-exchange (about 25 ns), a
+//! `membarrier` 0.1 us (no other thread of the process running) to 5 us (an
+//! interrupt to each CPU running one; the crate docs), so the bit goes after about
+//! as many needless fences as one barrier costs: 32 of them, about 0.8 us.
+//! A cell whose waiter is always parked when the value changes keeps the bit and
+//! never pays `membarrier` again; a cell that is mostly stored to with nobody parked
+//! loses it within that many stores and goes back to the light path.
 //!
 //! ## Async waiters
 //!
@@ -135,17 +150,27 @@
 
 use crate::primitive::{
     compiler_fence, const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Ordering,
+    FENCED_IDLE_NOTIFIES,
 };
 use crate::registry::{Registry, ASYNC_REGISTERED};
 use crate::sys::park::{self, Parked, Queue};
 use std::task::Waker;
 
 /// Bits of `state` that count parked (futex) waiters.
-pub(crate) const PARKED_MASK: u32 = 0x1fff_ffff;
+/// (24 bits: far more than the threads a process can have.)
+pub(crate) const PARKED_MASK: u32 = 0x00ff_ffff;
+/// Bits of `state` that count the notifies in a row that found a `FENCED` cell with
+/// nobody parked or armed (see "A cell that parks often").
+const IDLE_MASK: u32 = 0x1f00_0000;
+/// One notify in [`IDLE_MASK`].
+const IDLE_ONE: u32 = 0x0100_0000;
+// The longest run of idle notifies before the clearing one fits the count.
+const _: () =
+    assert!(FENCED_IDLE_NOTIFIES >= 1 && FENCED_IDLE_NOTIFIES - 1 <= IDLE_MASK / IDLE_ONE);
 /// Bit of `state` that says "this cell's notifiers fence": set by a parking waiter
 /// after its barrier (so after a whole `membarrier` grace period), so that the
-/// waiters parking after it need no `membarrier` of their own; cleared by a notifier
-/// that finds nobody parked. See "A cell that parks often" in the notes above.
+/// waiters parking after it need no `membarrier` of their own; cleared by the last
+/// of a run of notifies that find nobody parked (`IDLE_MASK`). See "A cell that parks often" in the notes above.
 const FENCED: u32 = 0x2000_0000;
 /// Bit of `state` set for the whole life of a process-shared cell: it sends every
 /// notify to the slow path, which orders with a `SeqCst` fence, because the
@@ -285,12 +310,19 @@ impl MonitorLine {
             // at `state` with a full fence.
             fence(Ordering::SeqCst);
             state = self.state.load(Ordering::SeqCst);
-            if state == FENCED {
-                // Nobody parked or armed: back to the light path. Fails (harmlessly)
-                // if a waiter announced itself since our load.
-                let _ = self
-                    .state
-                    .compare_exchange(FENCED, 0, Ordering::SeqCst, Ordering::Relaxed);
+            if state & !IDLE_MASK == FENCED {
+                // Nobody parked or armed: one more such notify in a row, and after
+                // enough of them back to the light path. Fails (harmlessly) if a
+                // waiter announced itself since our load.
+                let _ = self.state.compare_exchange(
+                    state,
+                    fenced_after_idle_notify(state),
+                    Ordering::SeqCst,
+                    Ordering::Relaxed,
+                );
+            } else if state & PARKED_MASK != 0 && state & IDLE_MASK != 0 {
+                // The run of idle notifies ends: the waiters still park.
+                self.state.fetch_and(!IDLE_MASK, Ordering::Relaxed);
             }
         }
         if state & PARKED_MASK != 0 {
@@ -376,6 +408,18 @@ impl MonitorLine {
     }
 }
 
+/// The state a notify leaves on a `FENCED` cell where it found nobody parked or armed
+/// (`state` is `FENCED` and a count of such notifies): the count one higher, or 0
+/// (the light path again) once [`FENCED_IDLE_NOTIFIES`] have come in a row.
+const fn fenced_after_idle_notify(state: u32) -> u32 {
+    let idle = (state & IDLE_MASK) / IDLE_ONE + 1;
+    if idle >= FENCED_IDLE_NOTIFIES {
+        0
+    } else {
+        FENCED | (idle * IDLE_ONE)
+    }
+}
+
 /// A parked waiter's announcement in `state`, withdrawn on drop: `Relaxed`, it orders
 /// nothing (a notifier that still sees the old count makes one unneeded wake, no
 /// more).
@@ -399,6 +443,56 @@ mod tests {
 
     fn cell() -> (MonitorLine, Sleepers) {
         (MonitorLine::new(0, false), Sleepers::new(false))
+    }
+
+    struct Quiet;
+    impl OnWake for Quiet {
+        fn parked_woken(&self) {}
+    }
+
+    #[test]
+    fn idle_notifies_clear_fenced_only_after_a_whole_run() {
+        let (line, s) = cell();
+        line.state.store(FENCED, Ordering::Relaxed);
+        for n in 1..FENCED_IDLE_NOTIFIES {
+            line.store(&s, n, &Quiet);
+            assert_eq!(line.state.load(Ordering::Relaxed), FENCED | (n * IDLE_ONE));
+        }
+        line.store(&s, 0, &Quiet);
+        assert_eq!(
+            line.state.load(Ordering::Relaxed),
+            0,
+            "the last of the run clears"
+        );
+        line.store(&s, 1, &Quiet);
+        assert_eq!(
+            line.state.load(Ordering::Relaxed),
+            0,
+            "the light path counts nothing"
+        );
+    }
+
+    #[test]
+    fn a_wake_of_a_parked_waiter_ends_the_run_of_idle_notifies() {
+        let (line, s) = cell();
+        // One waiter counted (nobody sleeps in the queue: the wake finds nobody).
+        line.state
+            .store(FENCED | (7 * IDLE_ONE) | 1, Ordering::Relaxed);
+        line.store(&s, 1, &Quiet);
+        assert_eq!(line.state.load(Ordering::Relaxed), FENCED | 1);
+    }
+
+    #[test]
+    fn a_shared_or_armed_cell_counts_no_idle_notifies() {
+        let (line, s) = cell();
+        line.state
+            .store(FENCED | ASYNC_REGISTERED, Ordering::Relaxed);
+        line.notify(&s, park::ALL, &Quiet);
+        assert_eq!(line.state.load(Ordering::Relaxed) & IDLE_MASK, 0);
+        let shared = MonitorLine::new(0, true);
+        let s = Sleepers::new(true);
+        shared.store(&s, 1, &Quiet);
+        assert_eq!(shared.state.load(Ordering::Relaxed), SHARED_SLOW);
     }
 
     #[test]
