@@ -5,7 +5,7 @@
 //! oversubscribed or it shares our CPU), every spin is a pure loss: CPU time taken
 //! from other threads and nothing gained. Each cell keeps a score in `0..=SCORE_MAX`:
 //! a spin that succeeds moves it up by a quarter of the distance to the top, one that
-//! fails moves it down by a quarter. Below `SCORE_SPIN_MIN` the cell skips its spin,
+//! fails halves it. Below `SCORE_SPIN_MIN` the cell skips its spin,
 //! except on a probe, which spins once more to notice a change of pattern. Probes
 //! start every `PROBE_MIN`-th wait; each failed one doubles the gap, up to
 //! `PROBE_MAX`, and a success brings it back, so a consumer fed every millisecond
@@ -41,7 +41,9 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 const SCORE_MAX: u32 = 1024;
-/// Below this score the spin is skipped (after 8 straight failures from the top).
+/// Below this score the spin is skipped: after 4 straight failures from the top (a
+/// new cell's first 4 waits on a slow producer, each a whole spin budget of CPU for
+/// nothing: with a quarter per failure it took 8), and one success lifts it again.
 const SCORE_SPIN_MIN: u32 = 128;
 /// While skipping, the first probe comes after this many waits...
 const PROBE_MIN: u32 = 32;
@@ -133,7 +135,7 @@ impl Adaptive {
         self.record(success, false);
     }
 
-    /// Moves the score a quarter of the way up (success) or down, and resets or
+    /// Moves the score a quarter of the way up (success) or halves it, and resets or
     /// backs off the probing.
     ///
     /// Every store is made only when it changes the value: in the steady state of a
@@ -149,7 +151,7 @@ impl Adaptive {
         let n = if success {
             s + (SCORE_MAX - s) / 4
         } else {
-            s - s / 4
+            s / 2
         };
         if n != s {
             self.score.store(n, Relaxed);
@@ -177,10 +179,15 @@ impl Adaptive {
         }
     }
 
-    /// Notes the CPU of a waiter about to park.
+    /// Notes the CPU of a waiter about to park. Stores only on a change: the notifier
+    /// reads it on every wake (`waking_on_same_cpu`), and a store would take the line
+    /// back from it on every park of a waiter that stays on one CPU.
     #[inline]
     pub(crate) fn note_parking(&self) {
-        self.parked_cpu.store(sys::current_cpu(), Relaxed);
+        let cpu = sys::current_cpu();
+        if self.parked_cpu.load(Relaxed) != cpu {
+            self.parked_cpu.store(cpu, Relaxed);
+        }
     }
 
     /// Called by a notifier that is waking parked waiters: whether the (last) parked
@@ -258,10 +265,16 @@ mod tests {
     #[test]
     fn failing_spins_stop_spinning_and_probes_back_off() {
         let a = Adaptive::new();
-        assert_eq!(a.spin_budget(1000, false), 1000);
-        for _ in 0..8 {
+        for _ in 0..3 {
+            assert_eq!(a.spin_budget(1000, false), 1000);
             a.record_spin(false);
         }
+        assert_eq!(
+            a.spin_budget(1000, false),
+            1000,
+            "three failures still spin"
+        );
+        a.record_spin(false);
         assert!(
             a.score.load(Relaxed) < SCORE_SPIN_MIN,
             "score {}",

@@ -404,13 +404,16 @@ fn park_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Outcome {
         let adapt = c.cell.adapt;
         adapt.note_parking();
         adapt.note_caught(false);
-        let parked_ns = now_ns();
+        // The clock is read around the sleep only on the parks that measure it.
+        let parked_ns = estimate::wake_sample_due().then(now_ns);
         match c.cell.line.park(c.cell.sleepers, &mut *pred, c.deadline) {
             Ok(v) => return c.finish(v, Ended::Park),
             Err(Parked::Woken) => {
                 c.slept = true;
-                let stamp = c.cell.sleepers.wake_stamp();
-                let _ = estimate::offer_wake(stamp, parked_ns, now_ns());
+                if let Some(parked_ns) = parked_ns {
+                    let stamp = c.cell.sleepers.wake_stamp();
+                    let _ = estimate::offer_wake(stamp, parked_ns, now_ns());
+                }
             }
             // The value changed before the kernel put us to sleep: no wake-up to
             // measure.
