@@ -11,7 +11,7 @@
 use crate::impls::{self, Make};
 use crate::scenarios::{self, PingPong};
 use crate::stats;
-use mwait_support::{duration_ns, sample_for};
+use mwait_support::{duration_ns, sample_batches_for};
 use std::fmt;
 use std::thread;
 use std::time::Duration;
@@ -163,6 +163,11 @@ pub struct TierShares {
     pub park: f64,
 }
 
+/// Set in a cold child's environment, it prints the whole `mwait::stats()` on stderr
+/// at the end (what each wait did, the estimates and budgets): to look into a run
+/// whose tier shares surprise.
+pub const STATS_ENV: &str = "MWAIT_BENCH_STATS";
+
 /// Which tier the waits of this cold run ended in, from the crate's own counts
 /// (`mwait::stats()`): each cold run is a process of its own, so the process-wide
 /// counts belong to that one scenario and mechanism. `None` where no wait went
@@ -231,6 +236,9 @@ fn run(scenario: &str, name: &str, amount: &str) -> Result<Measures, String> {
             }
         }
     };
+    if std::env::var_os(STATS_ENV).is_some() {
+        eprintln!("{}", mwait::stats());
+    }
     if let Some(t) = tier_shares() {
         m.push("spin_share", t.spin);
         m.push("hardware_share", t.hardware);
@@ -249,14 +257,19 @@ fn pingpong(make: Make, scenario: Scenario, budget: Duration) -> Measures {
     };
     let mut pp = PingPong::start_with(make, pins, delay);
     let mut budget = budget;
+    // Samples of ROUND_TRIP_BATCH round trips each: FIRST round trips, then the rest.
+    let batch = crate::ROUND_TRIP_BATCH;
+    let first_samples = (FIRST / batch) as usize;
+    let mut sample =
+        |budget: Duration, n: usize| sample_batches_for(budget, n, batch, || pp.round_trip());
     if scenario == Scenario::AfterPause {
         budget /= 2;
-        sample_for(Duration::MAX, FIRST as usize, || pp.round_trip());
-        sample_for(budget, MAX_SAMPLES, || pp.round_trip());
+        sample(Duration::MAX, first_samples);
+        sample(budget, MAX_SAMPLES);
         thread::sleep(MID_RUN_PAUSE);
     }
-    let mut first = sample_for(Duration::MAX, FIRST as usize, || pp.round_trip());
-    let mut steady = sample_for(budget, MAX_SAMPLES, || pp.round_trip());
+    let mut first = sample(Duration::MAX, first_samples);
+    let mut steady = sample(budget, MAX_SAMPLES);
     let mut m = Measures::default();
     m.push("first_p50_ns", stats(&mut first).p50);
     m.push("steady_p50_ns", stats(&mut steady).p50);

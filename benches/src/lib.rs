@@ -13,6 +13,16 @@ pub mod scenarios;
 use mwait_support::nearest_rank;
 use std::future::Future;
 
+/// Round trips per latency sample of the ping-pong scenarios (warm and cold): each
+/// sample is the mean of this many consecutive round trips. One clock reading per
+/// round trip cannot resolve the 1.1x targets near a PAUSE loop's 100-300 ns: the
+/// 2-vCPU AMD guest's TSC, and so `Instant`, advances in steps of 26 cycles (10 ns),
+/// and a reading costs 20-30 ns, both a tenth of a round trip there. With 4 round
+/// trips per sample both shrink to a quarter (2.5 ns, under 2 % of such a round
+/// trip), and a median over samples still ignores a rare slow round trip (one in 8
+/// round trips could spoil a quarter of the samples before the median moved).
+pub const ROUND_TRIP_BATCH: u32 = 4;
+
 /// A one-way, one-waiter signal of a growing `u32` counter.
 pub trait Signal: Send + Sync {
     /// Publishes `v` (larger than every earlier value) and wakes the waiter if that

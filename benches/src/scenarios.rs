@@ -4,8 +4,8 @@
 use crate::impls::Make;
 use crate::{AsyncSignal, Signal};
 use mwait_support::{
-    compute_throughput_process, current_cpu, duration_ns, pin_to_cpu, sample_for, thread_cpu_time,
-    unpin,
+    compute_throughput_process, current_cpu, duration_ns, pin_to_cpu, sample_batches_for,
+    sample_for, thread_cpu_time, unpin,
 };
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -115,7 +115,12 @@ pub fn pingpong(make: Make, placement: Placement, budget: Duration, warmup: u32)
     for _ in 0..warmup {
         pp.round_trip();
     }
-    sample_for(budget, 2_000_000, || pp.round_trip())
+    sample_batches_for(
+        budget,
+        2_000_000 / crate::ROUND_TRIP_BATCH as usize,
+        crate::ROUND_TRIP_BATCH,
+        || pp.round_trip(),
+    )
 }
 
 /// Operations per timed batch of the notify scenario (amortises the clock reads).

@@ -140,6 +140,37 @@ pub fn percentile(samples: &[u64], p: f64) -> u64 {
     nearest_rank(&v, p)
 }
 
+/// Like [`sample_for`], with each sample the mean of `batch` consecutive calls of `f`
+/// (ns per call, rounded down): at most `max` samples, `batch * max` calls. Where a
+/// call lasts about as long as a step of the clock, or as a reading of it, one
+/// reading per call cannot resolve a difference of 10 %; a batch divides both by
+/// `batch`. (A `batch` of 0 counts as 1.)
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// let s = mwait_support::sample_batches_for(Duration::MAX, 3, 4, || {});
+/// assert_eq!(s.len(), 3);
+/// ```
+pub fn sample_batches_for(
+    budget: Duration,
+    max: usize,
+    batch: u32,
+    mut f: impl FnMut(),
+) -> Vec<u64> {
+    let batch = batch.max(1);
+    let mut v = sample_for(budget, max, || {
+        for _ in 0..batch {
+            f();
+        }
+    });
+    for ns in &mut v {
+        *ns /= u64::from(batch);
+    }
+    v
+}
+
 /// Runs `f` repeatedly until `budget` has passed (at least once) or `max` calls were
 /// timed; returns the duration of each call in ns. `Duration::MAX` times exactly
 /// `max` calls.

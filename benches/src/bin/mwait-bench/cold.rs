@@ -108,7 +108,8 @@ pub fn section(o: &mut Out, runs: &ColdRuns, budget: &ColdBudget) {
          and no call to mwait's selection before the threads exist, each thread pinned \
          (where the scenario pins) before its first wait. First {}: the p50 of the first \
          {} round trips (episodes, for the barrier); steady: the p50 of the round trips of \
-         the next {} ms (the barrier's other {} episodes). Tier shares (the share of waits \
+         the next {} ms (the barrier's other {} episodes). A ping-pong sample is the mean \
+         of {} consecutive round trips (`mwait_benches::ROUND_TRIP_BATCH`). Tier shares (the share of waits \
          that ended in spin / hardware / park): from the child's `mwait::stats()`, n/a for \
          the mechanisms that do not wait through mwait.\n",
         budget.rounds,
@@ -117,6 +118,7 @@ pub fn section(o: &mut Out, runs: &ColdRuns, budget: &ColdBudget) {
         cold::FIRST,
         budget.steady.as_millis(),
         budget.barrier_episodes.saturating_sub(cold::FIRST),
+        mwait_benches::ROUND_TRIP_BATCH,
     );
     md!(o, "| scenario | impl | first {} p50 ns | steady p50 ns | steady range across rounds | tier shares |", cold::FIRST);
     md!(o, "| --- | --- | ---: | ---: | ---: | --- |");

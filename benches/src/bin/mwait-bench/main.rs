@@ -297,6 +297,14 @@ fn latency(o: &mut Out, ctx: &Ctx, placement: Placement) -> Vec<Row> {
     md!(o, "## {title} (`{bench}`)\n");
     md!(
         o,
+        "A sample is the mean of {} consecutive round trips (the clock's step and the \
+         cost of reading it, divided by {}: `mwait_benches::ROUND_TRIP_BATCH`); p50 and \
+         p99 are over samples.\n",
+        mwait_benches::ROUND_TRIP_BATCH,
+        mwait_benches::ROUND_TRIP_BATCH,
+    );
+    md!(
+        o,
         "| impl | p50 ns (median of rounds) | p50 range across rounds | p99 ns (all rounds) | samples |"
     );
     md!(o, "| --- | ---: | ---: | ---: | ---: |");
