@@ -5,9 +5,11 @@
 //! The rule, and why it is sound for the user: the reading is machine-wide (Linux
 //! has no cheap count of one process's runnable threads), so it also fires under
 //! *other* processes' load, where our pair may well run on CPUs of its own. The gate
-//! therefore stops only the waits of cells whose last spin failed (or that parked
+//! therefore stops only the waits of cells whose last spin failed (or that slept
 //! since): a cell whose last spin caught its partner keeps spinning, because that
-//! partner demonstrably runs and answers within the budget, and a spin that fails
+//! partner demonstrably runs and answers within the budget (so does a cell whose
+//! last wait found the change in the park tier before it slept: that partner
+//! answered within a few hundred ns), and a spin that fails
 //! turns the gate on for that cell's next wait. A wait that just woke the partner it
 //! now waits for (the hand-off) spins too, as often as the cell's adaptive score
 //! lets it (every time while such spins succeed, one wait in 32 while they fail):

@@ -254,6 +254,15 @@ impl<'a> Climb<'a> {
                 None => {}
             }
         }
+        if ended == Ended::Park && self.pol.adaptive && !self.slept {
+            // The change came while this wait was on its way to sleep (the partner
+            // answered within the park tier's few hundred ns): it demonstrably runs
+            // and answers in time, as if a spin had caught it. Without this a cell
+            // whose spin the run-queue gate skipped (`load.rs`: only cells whose last
+            // spin caught the change are exempt) would keep taking this path, its
+            // waits never sleeping and never spinning again.
+            self.cell.adapt.note_caught(true);
+        }
         end(
             self.cell.stats,
             Outcome {
@@ -505,6 +514,43 @@ mod tests {
         let mut c = Climb::start(cell, pol, None);
         let r = hardware_tier(&mut c, hw, &mut |v| v == target);
         (r, c.hw_start.is_some(), stats.snapshot().spurious_hardware)
+    }
+
+    #[test]
+    fn a_wait_that_finds_the_change_in_the_park_tier_counts_as_caught() {
+        let (line, sleepers, adapt, stats) = (
+            MonitorLine::new(1, false),
+            Sleepers::new(false),
+            Adaptive::new(),
+            CellStats::new(),
+        );
+        let cell = Waiter {
+            line: &line,
+            sleepers: &sleepers,
+            adapt: &adapt,
+            stats: &stats,
+        };
+        // An adaptive wait whose spin is skipped (as the run-queue gate skips it),
+        // on a cell whose last spin did not catch the change.
+        let pol = Resolved {
+            spin_ns: 0,
+            hw_ns: 0,
+            hw: None,
+            spin_pause: None,
+            park: true,
+            adaptive: true,
+            cstate: CState::C0_1,
+        };
+        assert!(!adapt.caught());
+        let hw: Option<&SimulatedMonitor> = None;
+        let o = climb(cell, &mut |v| v == 1, None, pol, hw);
+        assert_eq!((o.value, o.ended, o.slept), (1, Ended::Park, false));
+        assert!(adapt.caught(), "the next wait may spin inline again");
+        // A wait that times out in the park tier does not.
+        adapt.note_caught(false);
+        let o = climb(cell, &mut |v| v == 2, Some(0), pol, hw);
+        assert_eq!(o.ended, Ended::TimedOut);
+        assert!(!adapt.caught());
     }
 
     fn monitor(store_at: u32, value: u32, wake: HwWake) -> SimulatedMonitor {
