@@ -217,105 +217,50 @@ impl Capabilities {
     /// # }
     /// ```
     pub fn from_cpuid<R: raw_cpuid::CpuIdReader>(reader: R, os: OsFacts) -> Capabilities {
-        use raw_cpuid::CpuId;
         let raw = reader.clone();
-        let cpuid = CpuId::with_cpuid_reader(reader);
-        let vendor_str = cpuid
-            .get_vendor_info()
-            .map(|v| v.as_str().to_string())
-            .unwrap_or_default();
-        let vendor = match vendor_str.as_str() {
-            "GenuineIntel" => Vendor::Intel,
-            "AuthenticAMD" | "HygonGenuine" => Vendor::Amd,
-            _ => Vendor::Other(vendor_str.clone()),
-        };
+        let cpuid = raw_cpuid::CpuId::with_cpuid_reader(reader);
         let max_leaf = raw.cpuid1(0).eax;
         let max_ext = raw.cpuid1(0x8000_0000).eax;
         let feat = cpuid.get_feature_info();
-        let fms = feat
-            .as_ref()
-            .map(|f| {
-                (
-                    u32::from(f.family_id()),
-                    u32::from(f.model_id()),
-                    u32::from(f.stepping_id()),
-                )
-            })
-            .unwrap_or((0, 0, 0));
         let hypervisor = feat.as_ref().is_some_and(|f| f.has_hypervisor());
-        let monitor_mwait = feat.as_ref().is_some_and(|f| f.has_monitor_mwait());
         let leaf5 = if max_leaf >= 5 {
             cpuid.get_monitor_mwait_info()
         } else {
             None
         };
-        let monitor_line = leaf5
-            .as_ref()
-            .filter(|m| m.largest_monitor_line() != 0)
-            .map(|m| (m.smallest_monitor_line(), m.largest_monitor_line()));
-        let mwait_substates = leaf5.as_ref().and_then(|m| {
-            if !m.extensions_supported() {
-                return None;
-            }
-            let edx = raw.cpuid1(5).edx;
-            let mut s = [0u8; 8];
-            for (i, v) in s.iter_mut().enumerate() {
-                *v = ((edx >> (4 * i)) & 0xf) as u8;
-            }
-            Some(s)
-        });
-        let mwait_interrupt_break = leaf5
-            .as_ref()
-            .is_some_and(|m| m.interrupts_as_break_event());
-        let waitpkg = max_leaf >= 7
-            && cpuid
-                .get_extended_feature_info()
-                .is_some_and(|f| f.has_waitpkg());
-        let monitorx = max_ext >= 0x8000_0001
-            && cpuid
-                .get_extended_processor_and_feature_identifiers()
-                .is_some_and(|f| f.has_monitorx_mwaitx());
-        let tsc_invariant = max_ext >= 0x8000_0007
-            && cpuid
-                .get_advanced_power_mgmt_info()
-                .is_some_and(|p| p.has_invariant_tsc());
-        let tsc_hz_cpuid = sys::cpuid::tsc_hz_from_cpuid(&raw);
-        let hypervisor_vendor = if hypervisor {
-            let r = raw.cpuid1(0x4000_0000);
-            let mut b = Vec::with_capacity(12);
-            for w in [r.ebx, r.ecx, r.edx] {
-                b.extend_from_slice(&w.to_le_bytes());
-            }
-            let s: String = String::from_utf8_lossy(&b)
-                .trim_end_matches('\0')
-                .trim()
-                .to_string();
-            (!s.is_empty()).then_some(s)
-        } else {
-            None
-        };
-        let brand = if max_ext >= 0x8000_0004 {
-            cpuid
-                .get_processor_brand_string()
-                .map(|b| b.as_str().trim().to_string())
-                .unwrap_or_default()
-        } else {
-            String::new()
-        };
         Capabilities {
-            vendor,
-            brand,
-            family_model_stepping: fms,
+            vendor: leaves::vendor(&cpuid),
+            brand: leaves::brand(&cpuid, max_ext),
+            family_model_stepping: feat
+                .as_ref()
+                .map_or((0, 0, 0), leaves::family_model_stepping),
             hypervisor,
-            hypervisor_vendor,
-            monitor_mwait,
-            monitor_line,
-            mwait_substates,
-            mwait_interrupt_break,
-            waitpkg,
-            monitorx,
-            tsc_invariant,
-            tsc_hz_cpuid,
+            hypervisor_vendor: if hypervisor {
+                leaves::hypervisor_vendor(&raw)
+            } else {
+                None
+            },
+            monitor_mwait: feat.as_ref().is_some_and(|f| f.has_monitor_mwait()),
+            monitor_line: leaf5.as_ref().and_then(leaves::monitor_line),
+            mwait_substates: leaf5
+                .as_ref()
+                .and_then(|m| leaves::mwait_substates(m, &raw)),
+            mwait_interrupt_break: leaf5
+                .as_ref()
+                .is_some_and(|m| m.interrupts_as_break_event()),
+            waitpkg: max_leaf >= 7
+                && cpuid
+                    .get_extended_feature_info()
+                    .is_some_and(|f| f.has_waitpkg()),
+            monitorx: max_ext >= 0x8000_0001
+                && cpuid
+                    .get_extended_processor_and_feature_identifiers()
+                    .is_some_and(|f| f.has_monitorx_mwaitx()),
+            tsc_invariant: max_ext >= 0x8000_0007
+                && cpuid
+                    .get_advanced_power_mgmt_info()
+                    .is_some_and(|p| p.has_invariant_tsc()),
+            tsc_hz_cpuid: sys::cpuid::tsc_hz_from_cpuid(&raw),
             umwait_control: os.umwait_control,
             dev_mwait: os.dev_mwait,
             usable_cpus: os.usable_cpus,
@@ -325,6 +270,86 @@ impl Capabilities {
     /// This CPU's capabilities.
     fn native(os: OsFacts) -> Capabilities {
         Capabilities::from_cpuid(sys::cpuid::native_reader(), os)
+    }
+}
+
+/// The fields of [`Capabilities::from_cpuid`] that take more than one CPUID bit.
+#[cfg(target_arch = "x86_64")]
+mod leaves {
+    use super::Vendor;
+    use raw_cpuid::{CpuId, CpuIdReader, FeatureInfo, MonitorMwaitInfo};
+
+    /// The vendor named by leaf 0.
+    pub(super) fn vendor<R: CpuIdReader>(cpuid: &CpuId<R>) -> Vendor {
+        let vendor_str = cpuid
+            .get_vendor_info()
+            .map(|v| v.as_str().to_string())
+            .unwrap_or_default();
+        match vendor_str.as_str() {
+            "GenuineIntel" => Vendor::Intel,
+            "AuthenticAMD" | "HygonGenuine" => Vendor::Amd,
+            _ => Vendor::Other(vendor_str.clone()),
+        }
+    }
+
+    /// The brand string of leaves 0x8000_0002..4, trimmed; empty when the CPU has
+    /// fewer extended leaves (`max_ext`).
+    pub(super) fn brand<R: CpuIdReader>(cpuid: &CpuId<R>, max_ext: u32) -> String {
+        if max_ext >= 0x8000_0004 {
+            cpuid
+                .get_processor_brand_string()
+                .map(|b| b.as_str().trim().to_string())
+                .unwrap_or_default()
+        } else {
+            String::new()
+        }
+    }
+
+    /// Display family, model and stepping from leaf 1.
+    pub(super) fn family_model_stepping(feat: &FeatureInfo) -> (u32, u32, u32) {
+        (
+            u32::from(feat.family_id()),
+            u32::from(feat.model_id()),
+            u32::from(feat.stepping_id()),
+        )
+    }
+
+    /// The hypervisor's vendor signature from leaf 0x4000_0000, or `None` when it is
+    /// blank.
+    pub(super) fn hypervisor_vendor<R: CpuIdReader>(raw: &R) -> Option<String> {
+        let r = raw.cpuid1(0x4000_0000);
+        let mut b = Vec::with_capacity(12);
+        for w in [r.ebx, r.ecx, r.edx] {
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+        let s: String = String::from_utf8_lossy(&b)
+            .trim_end_matches('\0')
+            .trim()
+            .to_string();
+        (!s.is_empty()).then_some(s)
+    }
+
+    /// The smallest and largest monitor line of leaf 5, when it reports them.
+    pub(super) fn monitor_line(leaf5: &MonitorMwaitInfo) -> Option<(u16, u16)> {
+        (leaf5.largest_monitor_line() != 0)
+            .then(|| (leaf5.smallest_monitor_line(), leaf5.largest_monitor_line()))
+    }
+
+    /// The MWAIT sub-states per C-state of leaf 5 EDX, when leaf 5 has its
+    /// extensions.
+    pub(super) fn mwait_substates<R: CpuIdReader>(
+        leaf5: &MonitorMwaitInfo,
+        raw: &R,
+    ) -> Option<[u8; 8]> {
+        if !leaf5.extensions_supported() {
+            return None;
+        }
+        let edx = raw.cpuid1(5).edx;
+        let mut s = [0u8; 8];
+        for (i, v) in s.iter_mut().enumerate() {
+            *v = ((edx >> (4 * i)) & 0xf) as u8;
+        }
+        Some(s)
     }
 }
 
@@ -381,7 +406,17 @@ impl CpuidWaits for Capabilities {
 
 impl fmt::Display for Capabilities {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let yn = |b: bool| if b { "yes" } else { "no" };
+        self.fmt_cpu(f)?;
+        self.fmt_monitor(f)?;
+        self.fmt_tsc(f)?;
+        self.fmt_os(f)
+    }
+}
+
+/// The sections of the [`Capabilities`] display, one line per fact.
+impl Capabilities {
+    /// The CPU, the hypervisor and the usable CPUs.
+    fn fmt_cpu(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let vendor = match &self.vendor {
             Vendor::Intel => "Intel".to_string(),
             Vendor::Amd => "AMD".to_string(),
@@ -396,17 +431,21 @@ impl fmt::Display for Capabilities {
         writeln!(
             f,
             "hypervisor:        {}{}",
-            yn(self.hypervisor),
+            yes_no(self.hypervisor),
             self.hypervisor_vendor
                 .as_deref()
                 .map(|v| format!(" ({v})"))
                 .unwrap_or_default()
         )?;
-        writeln!(f, "usable cpus:       {}", self.usable_cpus)?;
+        writeln!(f, "usable cpus:       {}", self.usable_cpus)
+    }
+
+    /// The monitor instructions: MONITOR/MWAIT with leaf 5, WAITPKG, MONITORX.
+    fn fmt_monitor(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
             "MONITOR/MWAIT:     {} (CPUID.1:ECX[3]; ring 0 only)",
-            yn(self.monitor_mwait)
+            yes_no(self.monitor_mwait)
         )?;
         match self.monitor_line {
             Some((lo, hi)) => writeln!(f, "monitor line:      {lo}..{hi} bytes (CPUID.5)")?,
@@ -418,25 +457,33 @@ impl fmt::Display for Capabilities {
         writeln!(
             f,
             "WAITPKG:           {} (CPUID.7.0:ECX[5]; UMONITOR/UMWAIT/TPAUSE)",
-            yn(self.waitpkg)
+            yes_no(self.waitpkg)
         )?;
         writeln!(
             f,
             "MONITORX:          {} (CPUID.8000_0001:ECX[29]; MONITORX/MWAITX)",
-            yn(self.monitorx)
-        )?;
+            yes_no(self.monitorx)
+        )
+    }
+
+    /// Whether the TSC is invariant, and its rate where CPUID states it.
+    fn fmt_tsc(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
             "invariant TSC:     {} (CPUID.8000_0007:EDX[8])",
-            yn(self.tsc_invariant)
+            yes_no(self.tsc_invariant)
         )?;
         match self.tsc_hz_cpuid {
-            Some(hz) => writeln!(f, "TSC rate (CPUID):  {:.3} MHz", hz as f64 / 1e6)?,
+            Some(hz) => writeln!(f, "TSC rate (CPUID):  {:.3} MHz", hz as f64 / 1e6),
             None => writeln!(
                 f,
                 "TSC rate (CPUID):  not reported (calibrated when needed)"
-            )?,
+            ),
         }
+    }
+
+    /// The OS's facts: `umwait_control` and `/dev/mwait` (the last line, unterminated).
+    fn fmt_os(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.umwait_control {
             Some(c) => writeln!(
                 f,
@@ -451,6 +498,15 @@ impl fmt::Display for Capabilities {
             )?,
             None => writeln!(f, "umwait_control:    absent ({UMWAIT_CONTROL})")?,
         }
-        write!(f, "/dev/mwait:        {}", yn(self.dev_mwait))
+        write!(f, "/dev/mwait:        {}", yes_no(self.dev_mwait))
+    }
+}
+
+/// `yes` or `no`.
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
     }
 }

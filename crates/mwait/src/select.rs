@@ -179,18 +179,11 @@ fn parse_disable(s: Option<&str>) -> Result<Vec<Backend>, SelectError> {
 pub fn plan(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectError> {
     let disabled = parse_disable(env.disable.as_deref())?;
     let defaults = Defaults::for_caps(caps);
-    let forced = match env.backend.as_deref().map(str::trim) {
-        None => None,
-        Some(s) if s.eq_ignore_ascii_case("auto") => None,
-        Some(s) => Some(
-            s.parse::<Backend>()
-                .map_err(|e| SelectError(format!("MWAIT_BACKEND: {e}")))?,
-        ),
-    };
+    let forced = parse_backend(env.backend.as_deref())?;
     let base = Selection {
         backend: Backend::Spin,
         reason: String::new(),
-        disabled: disabled.clone(),
+        disabled,
         forced: false,
         unsafe_forced: false,
         rejected: Vec::new(),
@@ -199,67 +192,99 @@ pub fn plan(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectErr
         hw: None,
         spin_pause: None,
     };
-    if let Some(b) = forced {
-        if disabled.contains(&b) {
-            return Err(SelectError(format!(
-                "MWAIT_BACKEND={b} conflicts with MWAIT_DISABLE, which turns {b} off"
-            )));
-        }
-        let offered = caps.offers(b);
-        let allowed = offered || (env.unsafe_force && b.is_hardware());
-        if !allowed {
-            return Err(SelectError(format!(
-                "MWAIT_BACKEND={b}: this machine does not offer it ({}); unset \
-                 MWAIT_BACKEND, or for tests on a CPU known to execute it set \
-                 MWAIT_UNSAFE_FORCE=1",
-                missing_reason(caps, b)
-            )));
-        }
-        return Ok(Selection {
-            backend: b,
-            reason: if offered {
-                format!("forced by MWAIT_BACKEND={b}")
-            } else {
-                format!(
-                    "forced by MWAIT_BACKEND={b} past CPUID with MWAIT_UNSAFE_FORCE=1 ({})",
-                    missing_reason(caps, b)
-                )
-            },
-            forced: true,
-            unsafe_forced: !offered,
-            ..base
-        });
+    match forced {
+        Some(b) => plan_forced(caps, env, b, base),
+        None => Ok(plan_auto(caps, base)),
     }
+}
+
+/// The backend `MWAIT_BACKEND` names, or `None` for `auto` (or unset).
+fn parse_backend(s: Option<&str>) -> Result<Option<Backend>, SelectError> {
+    match s.map(str::trim) {
+        None => Ok(None),
+        Some(s) if s.eq_ignore_ascii_case("auto") => Ok(None),
+        Some(s) => s
+            .parse::<Backend>()
+            .map(Some)
+            .map_err(|e| SelectError(format!("MWAIT_BACKEND: {e}"))),
+    }
+}
+
+/// [`plan`] with `MWAIT_BACKEND=b`: `base` with `b`, or why `b` cannot be had.
+fn plan_forced(
+    caps: &Capabilities,
+    env: &EnvConfig,
+    b: Backend,
+    base: Selection,
+) -> Result<Selection, SelectError> {
+    if base.disabled.contains(&b) {
+        return Err(SelectError(format!(
+            "MWAIT_BACKEND={b} conflicts with MWAIT_DISABLE, which turns {b} off"
+        )));
+    }
+    let offered = caps.offers(b);
+    let allowed = offered || (env.unsafe_force && b.is_hardware());
+    if !allowed {
+        return Err(SelectError(format!(
+            "MWAIT_BACKEND={b}: this machine does not offer it ({}); unset \
+             MWAIT_BACKEND, or for tests on a CPU known to execute it set \
+             MWAIT_UNSAFE_FORCE=1",
+            missing_reason(caps, b)
+        )));
+    }
+    Ok(Selection {
+        backend: b,
+        reason: if offered {
+            format!("forced by MWAIT_BACKEND={b}")
+        } else {
+            format!(
+                "forced by MWAIT_BACKEND={b} past CPUID with MWAIT_UNSAFE_FORCE=1 ({})",
+                missing_reason(caps, b)
+            )
+        },
+        forced: true,
+        unsafe_forced: !offered,
+        ..base
+    })
+}
+
+/// [`plan`] without `MWAIT_BACKEND`: `base` with the best backend offered and not
+/// turned off by `MWAIT_DISABLE`, the offered ones turned off in `rejected`.
+fn plan_auto(caps: &Capabilities, base: Selection) -> Selection {
     let mut rejected = Vec::new();
     for b in Backend::ALL {
         if !caps.offers(b) {
             continue;
         }
-        if disabled.contains(&b) {
+        if base.disabled.contains(&b) {
             rejected.push((b, "turned off by MWAIT_DISABLE".to_string()));
             continue;
         }
-        let reason = if b.is_hardware() {
-            format!("best offered: {}", offered_reason(b))
-        } else if rejected.is_empty() {
-            match b {
-                Backend::Futex => "no hardware wait is offered (no WAITPKG, no MONITORX, \
-                                   no usable /dev/mwait)"
-                    .to_string(),
-                _ => "no hardware wait, and parking is turned off".to_string(),
-            }
-        } else {
-            let list: Vec<String> = rejected.iter().map(|(b, e)| format!("{b}: {e}")).collect();
-            format!("no usable hardware wait ({})", list.join("; "))
-        };
-        return Ok(Selection {
+        return Selection {
             backend: b,
-            reason,
+            reason: auto_reason(b, &rejected),
             rejected,
             ..base
-        });
+        };
     }
     unreachable!("Backend::Spin is always offered")
+}
+
+/// Why [`plan_auto`] chose `b`, the offered backends before it being `rejected`.
+fn auto_reason(b: Backend, rejected: &[(Backend, String)]) -> String {
+    if b.is_hardware() {
+        format!("best offered: {}", offered_reason(b))
+    } else if rejected.is_empty() {
+        match b {
+            Backend::Futex => "no hardware wait is offered (no WAITPKG, no MONITORX, \
+                               no usable /dev/mwait)"
+                .to_string(),
+            _ => "no hardware wait, and parking is turned off".to_string(),
+        }
+    } else {
+        let list: Vec<String> = rejected.iter().map(|(b, e)| format!("{b}: {e}")).collect();
+        format!("no usable hardware wait ({})", list.join("; "))
+    }
 }
 
 /// Chooses the backend ([`plan`]) and builds its hardware tier: opens the device,

@@ -526,22 +526,43 @@ impl<W: HardwareWait> Tester<'_, W> {
         })
     }
 
+    /// Checks (b), (c) and (a), in that order; the first that fails ends the test.
+    /// `t0` is when the test began, for [`Report::cost_ns`].
     fn checks(mut self, t0: u64) -> Result<Report, String> {
-        let plan = self.plan;
         // Checks (b) and (c): no store (bar the watchdog); short and long waits
         // interleaved, so that a burst of load hits both alike.
-        let (mut short, mut long) = (Vec::new(), Vec::new());
-        let mut early = 0;
-        let mut attempts = 0;
-        while (short.len() < TIMER_TRIES || long.len() < TIMER_TRIES)
-            && attempts < 2 * TIMER_TRIES * ATTEMPTS_PER_TRY
+        let mut timers = self.timer_tries();
+        let (m_short, m_long) = timers.check_timer(self.plan)?;
+        timers.check_early_return()?;
+        // Check (a): the helper stores `short_ns` into a wait of `long_ns`.
+        check_two_cpus()?;
+        let mut stores = self.store_tries();
+        let m_wake = self.check_store_wake(&mut stores, m_long)?;
+        Ok(Report {
+            timer_medians_ns: (m_short, m_long),
+            early: (timers.early, timers.valid()),
+            wake_median_ns: m_wake,
+            store_tries: (stores.latencies.len(), stores.attempts),
+            cost_ns: now_ns() - t0,
+        })
+    }
+
+    /// The no-store waits of checks (b) and (c): [`TIMER_TRIES`] of each timer,
+    /// short and long alternating, in at most `2 * TIMER_TRIES * ATTEMPTS_PER_TRY`
+    /// attempts.
+    fn timer_tries(&mut self) -> TimerTries {
+        let plan = self.plan;
+        let mut tries = TimerTries::default();
+        while (tries.short.len() < TIMER_TRIES || tries.long.len() < TIMER_TRIES)
+            && tries.attempts < 2 * TIMER_TRIES * ATTEMPTS_PER_TRY
         {
-            attempts += 1;
-            let timer_ns = if short.len() <= long.len() && short.len() < TIMER_TRIES {
-                plan.short_ns
-            } else {
-                plan.long_ns()
-            };
+            tries.attempts += 1;
+            let timer_ns =
+                if tries.short.len() <= tries.long.len() && tries.short.len() < TIMER_TRIES {
+                    plan.short_ns
+                } else {
+                    plan.long_ns()
+                };
             let Some(t) = self.attempt(timer_ns, None) else {
                 continue;
             };
@@ -551,90 +572,74 @@ impl<W: HardwareWait> Tester<'_, W> {
                 continue;
             }
             if t.lasted_ns() < timer_ns / 2 {
-                early += 1;
+                tries.early += 1;
             }
             if timer_ns == plan.short_ns {
-                short.push(t.lasted_ns());
+                tries.short.push(t.lasted_ns());
             } else {
-                long.push(t.lasted_ns());
+                tries.long.push(t.lasted_ns());
             }
         }
-        let tried = short.len() + long.len();
-        if short.len() < MIN_VALID_TRIES || long.len() < MIN_VALID_TRIES {
-            return Err(format!(
-                "check (b) timer: inconclusive: {tried} of {attempts} waits ended by a \
-                 yield to the scheduler"
-            ));
-        }
-        let (m_short, m_long) = (median(&mut short), median(&mut long));
-        if m_long < plan.long_ns() / 2 || m_long < m_short + plan.min_timer_gap_ns() {
-            return Err(format!(
-                "check (b) timer: waits of {} ns and {} ns with no store lasted {m_short} ns \
-                 and {m_long} ns (medians of {} and {}): not in proportion to their timer \
-                 (the long one must last at least half its timer and {} ns more than the \
-                 short one)",
-                plan.short_ns,
-                plan.long_ns(),
-                short.len(),
-                long.len(),
-                plan.min_timer_gap_ns()
-            ));
-        }
-        // A quarter at most: with ten tries, two.
-        if early * 4 > tried {
-            return Err(format!(
-                "check (c) early return: {early} of {tried} waits with no store returned \
-                 before half their timer (at most a quarter may)"
-            ));
-        }
+        tries
+    }
 
-        // Check (a): the helper stores `short_ns` into a wait of `long_ns`.
-        let mut latencies = Vec::new();
-        let mut attempts_a = 0;
-        if ThreadCpus::of_this_thread().is_some_and(|c| c.count() <= 1) {
-            return Err(
-                "check (a) store wake: cannot be measured: this process may run on \
-                 one CPU only, where no other thread can store during a wait (nor can a \
-                 monitor help)"
-                    .to_string(),
-            );
-        }
-        let give_up = now_ns() + plan.store_budget_ns();
-        let mut voids = Voids::default();
-        while latencies.len() < STORE_TRIES && now_ns() < give_up {
-            attempts_a += 1;
-            let Some(t) = self.attempt(plan.long_ns(), Some(plan.short_ns)) else {
-                voids.no_ack += 1;
-                continue;
-            };
-            let Some((s0, s1)) = t.store_ns else {
-                if self.mailbox.skipped.load(Ordering::Acquire) == self.next_id {
-                    voids.helper_late += 1;
-                } else {
-                    voids.ended_first += 1;
-                }
-                continue;
-            };
-            if t.wake == HwWake::Yield {
-                voids.yielded += 1;
-            } else if s1 - s0 > plan.store_slack_ns() {
-                voids.wide_store += 1;
-            } else if !(t.begun_ns..=t.begun_ns + plan.store_late_ns()).contains(&s0) {
-                voids.late_store += 1;
-            } else if t.ended_ns < s0 {
-                voids.ended_first += 1;
-            } else {
-                latencies.push(t.ended_ns - s0);
+    /// The tries of check (a), until [`STORE_TRIES`] are valid or
+    /// [`Plan::store_budget_ns`] has passed.
+    fn store_tries(&mut self) -> StoreTries {
+        let give_up = now_ns() + self.plan.store_budget_ns();
+        let mut tries = StoreTries::default();
+        while tries.latencies.len() < STORE_TRIES && now_ns() < give_up {
+            tries.attempts += 1;
+            if let Some(latency) = self.store_try(&mut tries.voids) {
+                tries.latencies.push(latency);
             }
         }
-        if latencies.len() < MIN_VALID_TRIES {
+        tries
+    }
+
+    /// One try of check (a): the latency from the helper's store to the end of the
+    /// wait, or `None` with the reason counted in `voids` when the try is void.
+    fn store_try(&mut self, voids: &mut Voids) -> Option<u64> {
+        let plan = self.plan;
+        let Some(t) = self.attempt(plan.long_ns(), Some(plan.short_ns)) else {
+            voids.no_ack += 1;
+            return None;
+        };
+        let Some((s0, s1)) = t.store_ns else {
+            if self.mailbox.skipped.load(Ordering::Acquire) == self.next_id {
+                voids.helper_late += 1;
+            } else {
+                voids.ended_first += 1;
+            }
+            return None;
+        };
+        if t.wake == HwWake::Yield {
+            voids.yielded += 1;
+        } else if s1 - s0 > plan.store_slack_ns() {
+            voids.wide_store += 1;
+        } else if !(t.begun_ns..=t.begun_ns + plan.store_late_ns()).contains(&s0) {
+            voids.late_store += 1;
+        } else if t.ended_ns < s0 {
+            voids.ended_first += 1;
+        } else {
+            return Some(t.ended_ns - s0);
+        }
+        None
+    }
+
+    /// Check (a)'s verdict on `tries`: the median latency from store to wake, or why
+    /// the check failed or was inconclusive. `m_long` is check (b)'s long median.
+    fn check_store_wake(&self, tries: &mut StoreTries, m_long: u64) -> Result<u64, String> {
+        let plan = self.plan;
+        if tries.latencies.len() < MIN_VALID_TRIES {
+            let (attempts_a, voids) = (tries.attempts, &tries.voids);
             return Err(format!(
                 "check (a) store wake: inconclusive: in {attempts_a} attempts over {} ms \
                  only {} had the storing thread running with the waiter and storing during \
                  the wait (an overloaded machine), {MIN_VALID_TRIES} needed; void: {voids}; \
                  the helper {} on a CPU of its own",
                 plan.store_budget_ns() / 1_000_000,
-                latencies.len(),
+                tries.latencies.len(),
                 if self.mailbox.apart.load(Ordering::Relaxed) {
                     "ran"
                 } else {
@@ -642,8 +647,8 @@ impl<W: HardwareWait> Tester<'_, W> {
                 }
             ));
         }
-        let valid = latencies.len();
-        let m_wake = median(&mut latencies);
+        let valid = tries.latencies.len();
+        let m_wake = median(&mut tries.latencies);
         let wake_within_ns = plan.wake_within_ns(m_long);
         if m_wake > wake_within_ns {
             return Err(format!(
@@ -653,14 +658,94 @@ impl<W: HardwareWait> Tester<'_, W> {
                 plan.long_ns(),
             ));
         }
-        Ok(Report {
-            timer_medians_ns: (m_short, m_long),
-            early: (early, tried),
-            wake_median_ns: m_wake,
-            store_tries: (valid, attempts_a),
-            cost_ns: now_ns() - t0,
-        })
+        Ok(m_wake)
     }
+}
+
+/// The no-store waits of checks (b) and (c).
+#[derive(Default)]
+struct TimerTries {
+    /// How long the waits with the short timer lasted, in ns.
+    short: Vec<u64>,
+    /// How long the waits with the long timer lasted, in ns.
+    long: Vec<u64>,
+    /// Waits that ended before half their timer.
+    early: usize,
+    /// Attempts made, void ones included.
+    attempts: usize,
+}
+
+impl TimerTries {
+    /// The waits that count (not void, not ended by a `Yield`).
+    fn valid(&self) -> usize {
+        self.short.len() + self.long.len()
+    }
+
+    /// Check (b)'s verdict: the medians of the short and the long waits, or why the
+    /// check failed or was inconclusive.
+    fn check_timer(&mut self, plan: Plan) -> Result<(u64, u64), String> {
+        if self.short.len() < MIN_VALID_TRIES || self.long.len() < MIN_VALID_TRIES {
+            let (tried, attempts) = (self.valid(), self.attempts);
+            return Err(format!(
+                "check (b) timer: inconclusive: {tried} of {attempts} waits ended by a \
+                 yield to the scheduler"
+            ));
+        }
+        let (m_short, m_long) = (median(&mut self.short), median(&mut self.long));
+        if m_long < plan.long_ns() / 2 || m_long < m_short + plan.min_timer_gap_ns() {
+            return Err(format!(
+                "check (b) timer: waits of {} ns and {} ns with no store lasted {m_short} ns \
+                 and {m_long} ns (medians of {} and {}): not in proportion to their timer \
+                 (the long one must last at least half its timer and {} ns more than the \
+                 short one)",
+                plan.short_ns,
+                plan.long_ns(),
+                self.short.len(),
+                self.long.len(),
+                plan.min_timer_gap_ns()
+            ));
+        }
+        Ok((m_short, m_long))
+    }
+
+    /// Check (c)'s verdict: a quarter of the waits at most returned early (with ten
+    /// tries, two).
+    fn check_early_return(&self) -> Result<(), String> {
+        let (early, tried) = (self.early, self.valid());
+        if early * 4 > tried {
+            return Err(format!(
+                "check (c) early return: {early} of {tried} waits with no store returned \
+                 before half their timer (at most a quarter may)"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Check (a) cannot be made in a process confined to one CPU, where no other thread
+/// can store during a wait (nor can a monitor help).
+fn check_two_cpus() -> Result<(), String> {
+    if ThreadCpus::of_this_thread().is_some_and(|c| c.count() <= 1) {
+        return Err(
+            "check (a) store wake: cannot be measured: this process may run on \
+             one CPU only, where no other thread can store during a wait (nor can a \
+             monitor help)"
+                .to_string(),
+        );
+    }
+    Ok(())
+}
+
+/// The tries of check (a).
+#[derive(Default)]
+struct StoreTries {
+    /// The latency from the helper's store to the end of the wait of each valid try,
+    /// in ns.
+    latencies: Vec<u64>,
+    /// Attempts made, void ones included.
+    attempts: usize,
+    /// Why the void ones were void.
+    voids: Voids,
 }
 
 /// Why store tries were void, for the message of an inconclusive check (a).

@@ -196,55 +196,69 @@ fn simulated_monitor_ladder_rearms_after_capped_episodes() {
     assert_eq!((st.waits(), st.hardware, st.timeout), (2, 1, 1), "{st:?}");
 }
 
+/// The hardware budget of ping-pong round trip `i`: every third one shorter than
+/// the partner's wake latency, the others one of a few round trips.
+fn ping_pong_hw_ns(i: u32) -> u64 {
+    if i % 3 == 0 {
+        10_000
+    } else {
+        300_000
+    }
+}
+
+/// Where the ping-pong's waits ended, counted from their outcomes.
+#[derive(Default)]
+struct EndedCounts {
+    in_hw: AtomicU32,
+    parked: AtomicU32,
+}
+
+impl EndedCounts {
+    /// Wait `i` of `who` (`"pinger"` or `"ponger"`) on `cell` through the ladder with
+    /// `hw`, with a deadline so that a lost wake-up fails the test instead of hanging
+    /// it; asserts that it saw `i`, and counts where it ended.
+    fn wait_for(&self, who: &str, cell: &WaitCell, hw: &SimMonitor, i: u32) {
+        let o = wait(
+            cell,
+            hw,
+            ping_pong_hw_ns(i),
+            Some(Instant::now() + NO_HANG),
+            |v| v == i,
+        );
+        assert_eq!(o.result(), WaitResult::Ready(i), "{who}: lost wake-up");
+        let count = match o.ended {
+            Ended::Hardware => &self.in_hw,
+            Ended::Park => &self.parked,
+            _ => return,
+        };
+        count.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 #[test]
 fn simulated_monitor_ladder_ping_pong_loses_no_wake_up() {
     // Two threads, each waiting through the ladder with its own simulated monitor.
-    // Every third wait has a hardware budget shorter than the partner's wake
-    // latency, the others one of a few round trips, so that waits end both in the
-    // hardware tier and after the hand-over to park, the windows where a wake-up
-    // could be lost (how many ended where is printed). Each wait has a deadline,
-    // so that a lost wake-up fails the test instead of hanging it.
-    let hw_ns = |i: u32| if i % 3 == 0 { 10_000 } else { 300_000 };
+    // The hardware budgets (`ping_pong_hw_ns`) make waits end both in the hardware
+    // tier and after the hand-over to park, the windows where a wake-up could be
+    // lost (how many ended where is printed).
     let (ping, pong) = (WaitCell::new(0), WaitCell::new(0));
     let (ping_hw, pong_hw) = (SimMonitor::real(), SimMonitor::real());
-    let ended_in_hw = AtomicU32::new(0);
-    let ended_parked = AtomicU32::new(0);
-    let count = |o: &Outcome| match o.ended {
-        Ended::Hardware => ended_in_hw.fetch_add(1, Ordering::Relaxed),
-        Ended::Park => ended_parked.fetch_add(1, Ordering::Relaxed),
-        _ => 0,
-    };
+    let ended = EndedCounts::default();
     thread::scope(|s| {
         s.spawn(|| {
             for i in 1..=ROUND_TRIPS {
-                let o = wait(
-                    &ping,
-                    &ping_hw,
-                    hw_ns(i),
-                    Some(Instant::now() + NO_HANG),
-                    |v| v == i,
-                );
-                assert_eq!(o.result(), WaitResult::Ready(i), "ponger: lost wake-up");
-                count(&o);
+                ended.wait_for("ponger", &ping, &ping_hw, i);
                 pong.store(i);
             }
         });
         for i in 1..=ROUND_TRIPS {
             ping.store(i);
-            let o = wait(
-                &pong,
-                &pong_hw,
-                hw_ns(i),
-                Some(Instant::now() + NO_HANG),
-                |v| v == i,
-            );
-            assert_eq!(o.result(), WaitResult::Ready(i), "pinger: lost wake-up");
-            count(&o);
+            ended.wait_for("pinger", &pong, &pong_hw, i);
         }
     });
     let (hw, parked) = (
-        ended_in_hw.load(Ordering::Relaxed),
-        ended_parked.load(Ordering::Relaxed),
+        ended.in_hw.load(Ordering::Relaxed),
+        ended.parked.load(Ordering::Relaxed),
     );
     println!("{ROUND_TRIPS} round trips: {hw} waits ended in the hardware tier, {parked} parked");
     assert_eq!(ping.load(), ROUND_TRIPS);

@@ -119,7 +119,6 @@ pub(crate) fn wait(
     if super::plain::changed(word, expected) {
         return Parked::Changed;
     }
-    let addr = word.as_ptr().cast::<c_void>();
     let remaining = match deadline_ns {
         Some(d) => match remaining_ns(d) {
             Some(r) => Some(r),
@@ -127,51 +126,9 @@ pub(crate) fn wait(
         },
         None => None,
     };
-    let r = if let Some(f) = os_sync() {
-        let flags = if shared {
-            libc::OS_SYNC_WAIT_ON_ADDRESS_SHARED
-        } else {
-            libc::OS_SYNC_WAIT_ON_ADDRESS_NONE
-        };
-        // SAFETY: `word` is a valid, aligned u32 for the duration of the call and the
-        // size passed (4) matches it; the timeout is non-zero and relative, on the
-        // one clock the call accepts (mach absolute time).
-        let r = unsafe {
-            match remaining {
-                Some(ns) => (f.wait_with_timeout)(
-                    addr,
-                    u64::from(expected),
-                    core::mem::size_of::<u32>(),
-                    flags,
-                    libc::OS_CLOCK_MACH_ABSOLUTE_TIME,
-                    ns,
-                ),
-                None => (f.wait)(
-                    addr,
-                    u64::from(expected),
-                    core::mem::size_of::<u32>(),
-                    flags,
-                ),
-            }
-        };
-        if r >= 0 {
-            0
-        } else {
-            std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-        }
-    } else {
-        let op = if shared {
-            UL_COMPARE_AND_WAIT_SHARED
-        } else {
-            UL_COMPARE_AND_WAIT
-        };
-        // 0 asks for no timeout; a remaining time always rounds to at least 1 µs.
-        let us = remaining.map_or(0, timeout_us);
-        // SAFETY: `word` is a valid, aligned u32 for the duration of the call, which
-        // compares it with the low 32 bits of `value` (UL_COMPARE_AND_WAIT is a 32-bit
-        // compare); with ULF_NO_ERRNO the call returns -errno and leaves errno alone.
-        let r = unsafe { __ulock_wait(op | ULF_NO_ERRNO, addr, u64::from(expected), us) };
-        (-r).max(0)
+    let r = match os_sync() {
+        Some(f) => os_sync_wait(f, word, expected, remaining, shared),
+        None => ulock_wait(word, expected, remaining, shared),
     };
     match r {
         // Woken, value changed, a signal, or a timeout slice: the clock decides.
@@ -182,6 +139,67 @@ pub(crate) fn wait(
         Some(d) if super::clock::now_ns() >= d => Parked::TimedOut,
         _ => Parked::Woken,
     }
+}
+
+/// One `os_sync_wait_on_address` call (with a timeout of `remaining` ns, if any):
+/// 0, or the errno it failed with.
+fn os_sync_wait(
+    f: &OsSync,
+    word: &AtomicU32,
+    expected: u32,
+    remaining: Option<u64>,
+    shared: bool,
+) -> c_int {
+    let addr = word.as_ptr().cast::<c_void>();
+    let flags = if shared {
+        libc::OS_SYNC_WAIT_ON_ADDRESS_SHARED
+    } else {
+        libc::OS_SYNC_WAIT_ON_ADDRESS_NONE
+    };
+    // SAFETY: `word` is a valid, aligned u32 for the duration of the call and the
+    // size passed (4) matches it; the timeout is non-zero and relative, on the
+    // one clock the call accepts (mach absolute time).
+    let r = unsafe {
+        match remaining {
+            Some(ns) => (f.wait_with_timeout)(
+                addr,
+                u64::from(expected),
+                core::mem::size_of::<u32>(),
+                flags,
+                libc::OS_CLOCK_MACH_ABSOLUTE_TIME,
+                ns,
+            ),
+            None => (f.wait)(
+                addr,
+                u64::from(expected),
+                core::mem::size_of::<u32>(),
+                flags,
+            ),
+        }
+    };
+    if r >= 0 {
+        0
+    } else {
+        std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+    }
+}
+
+/// One `__ulock_wait` call (with a timeout of `remaining` ns, if any): 0, or the
+/// errno it failed with.
+fn ulock_wait(word: &AtomicU32, expected: u32, remaining: Option<u64>, shared: bool) -> c_int {
+    let addr = word.as_ptr().cast::<c_void>();
+    let op = if shared {
+        UL_COMPARE_AND_WAIT_SHARED
+    } else {
+        UL_COMPARE_AND_WAIT
+    };
+    // 0 asks for no timeout; a remaining time always rounds to at least 1 µs.
+    let us = remaining.map_or(0, timeout_us);
+    // SAFETY: `word` is a valid, aligned u32 for the duration of the call, which
+    // compares it with the low 32 bits of `value` (UL_COMPARE_AND_WAIT is a 32-bit
+    // compare); with ULF_NO_ERRNO the call returns -errno and leaves errno alone.
+    let r = unsafe { __ulock_wait(op | ULF_NO_ERRNO, addr, u64::from(expected), us) };
+    (-r).max(0)
 }
 
 /// Wakes one (`n == 1`) or all threads parked on `word`. The OS says only whether it
