@@ -305,13 +305,26 @@ mod leaves {
         }
     }
 
-    /// Display family, model and stepping from leaf 1.
+    /// Display family, model and stepping from leaf 1 (Intel SDM vol. 2, CPUID
+    /// leaf 1; AMD's rule is the same): the extended family adds to a base family of
+    /// 0xf, the extended model prefixes the model for base families 6 and 0xf.
+    /// Computed here in `u32`, so that any leaf 1 a reader returns gives a value:
+    /// `FeatureInfo::family_id` adds in `u8`, which overflows for extended families
+    /// from 0xf1 (no real CPU, but `Capabilities::from_cpuid` takes any reader).
     pub(super) fn family_model_stepping(feat: &FeatureInfo) -> (u32, u32, u32) {
-        (
-            u32::from(feat.family_id()),
-            u32::from(feat.model_id()),
-            u32::from(feat.stepping_id()),
-        )
+        let base_family = u32::from(feat.base_family_id());
+        let family = if base_family == 0xf {
+            base_family + u32::from(feat.extended_family_id())
+        } else {
+            base_family
+        };
+        let base_model = u32::from(feat.base_model_id());
+        let model = if base_family == 0x6 || base_family == 0xf {
+            (u32::from(feat.extended_model_id()) << 4) | base_model
+        } else {
+            base_model
+        };
+        (family, model, u32::from(feat.stepping_id()))
     }
 
     /// The hypervisor's vendor signature from leaf 0x4000_0000, or `None` when it is

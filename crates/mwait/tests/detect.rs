@@ -198,3 +198,22 @@ fn forcing_past_cpuid_needs_the_unsafe_override() {
     assert_eq!(sel.backend, Backend::Mwaitx);
     assert!(sel.unsafe_forced);
 }
+
+/// Leaf 1 as a reader may return it, each field at its extreme: display family and
+/// model are computed without overflow (base family 0xf plus extended family 0xff is
+/// 0x10e), and the recorded dumps keep their values.
+#[test]
+fn display_family_and_model_take_any_leaf_1() {
+    let mut dump = load("amd-zen3-epyc");
+    let caps = caps_from(&dump, os(false));
+    assert_eq!(caps.family_model_stepping.0, 0x19);
+    let zen3 = caps.family_model_stepping;
+    let leaf1 = dump.get_mut(&(1, 0)).unwrap();
+    // Extended family 0xff, extended model 0xf, base family 0xf, base model 0xf.
+    leaf1.eax = 0x0fff_0fff;
+    let caps = caps_from(&dump, os(false));
+    assert_eq!(caps.family_model_stepping, (0x10e, 0xff, 0xf));
+    assert_ne!(caps.family_model_stepping, zen3);
+    let text = caps.to_string();
+    assert!(text.contains("family 0x10e"), "{text}");
+}
