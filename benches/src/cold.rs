@@ -248,6 +248,19 @@ fn run(scenario: &str, name: &str, amount: &str) -> Result<Measures, String> {
 }
 
 /// The first [`FIRST`] round trips and the steady state after them (p50 of each).
+///
+/// Where the comparison is with a PAUSE loop (the ping-pongs on two CPUs), the steady
+/// phase alternates slices of [`SLICE`] between the mechanism and a PAUSE ping-pong
+/// in this same process, on the same CPUs (a PAUSE loop has no state to warm, so it
+/// is as cold as it will ever be), each PAUSE slice before the mechanism's: each
+/// ratio then compares the two within a few ms. On a virtual machine the host moves
+/// the two vCPUs between placements (one core, one cache complex, two) within a
+/// fraction of a second, and the round trip of either mechanism moves by up to 8x
+/// with it: two children run one after the other compared placements as often as
+/// mechanisms. `steady_vs_pause` is the median of the slice pairs' ratios,
+/// `first_vs_pause` compares the first [`FIRST`] round trips with the median of the
+/// PAUSE slices (unpinned, a PAUSE slice whose two threads the scheduler put on one
+/// CPU takes milliseconds per round trip: one slice alone is no baseline).
 fn pingpong(make: Make, scenario: Scenario, budget: Duration) -> Measures {
     let (pins, delay) = match scenario {
         Scenario::Unpinned => (None, Duration::ZERO),
@@ -257,24 +270,95 @@ fn pingpong(make: Make, scenario: Scenario, budget: Duration) -> Measures {
     };
     let mut pp = PingPong::start_with(make, pins, delay);
     let mut budget = budget;
-    // Samples of ROUND_TRIP_BATCH round trips each: FIRST round trips, then the rest.
-    let batch = crate::ROUND_TRIP_BATCH;
-    let first_samples = (FIRST / batch) as usize;
-    let mut sample =
-        |budget: Duration, n: usize| sample_batches_for(budget, n, batch, || pp.round_trip());
     if scenario == Scenario::AfterPause {
         budget /= 2;
-        sample(Duration::MAX, first_samples);
-        sample(budget, MAX_SAMPLES);
+        round_trips(&mut pp, Duration::MAX, FIRST_SAMPLES);
+        round_trips(&mut pp, budget, MAX_SAMPLES);
         thread::sleep(MID_RUN_PAUSE);
     }
-    let mut first = sample(Duration::MAX, first_samples);
-    let mut steady = sample(budget, MAX_SAMPLES);
+    let mut first = round_trips(&mut pp, Duration::MAX, FIRST_SAMPLES);
     let mut m = Measures::default();
-    m.push("first_p50_ns", stats(&mut first).p50);
-    m.push("steady_p50_ns", stats(&mut steady).p50);
-    m.push("steady_samples", steady.len() as f64);
+    let first_p50 = stats(&mut first).p50;
+    m.push("first_p50_ns", first_p50);
+    if scenario == Scenario::SameCpu {
+        let mut steady = round_trips(&mut pp, budget, MAX_SAMPLES);
+        m.push("steady_p50_ns", stats(&mut steady).p50);
+        m.push("steady_samples", steady.len() as f64);
+        return m;
+    }
+    let s = interleaved_with_pause(&mut pp, pins, budget);
+    m.push("steady_p50_ns", s.steady_p50);
+    m.push("steady_samples", s.samples as f64);
+    m.push("pause_steady_p50_ns", s.pause_p50);
+    m.push("first_vs_pause", first_p50 / s.pause_slice_p50);
+    m.push("steady_vs_pause", s.median_ratio);
     m
+}
+
+/// Samples of [`crate::ROUND_TRIP_BATCH`] round trips each, [`FIRST`] round trips'
+/// worth.
+const FIRST_SAMPLES: usize = (FIRST / crate::ROUND_TRIP_BATCH) as usize;
+
+/// One slice of the interleaved steady phase (see [`pingpong`]).
+pub const SLICE: Duration = Duration::from_millis(10);
+
+/// Up to `n` samples of `pp`'s round trips within `budget`, each the mean of
+/// [`crate::ROUND_TRIP_BATCH`] round trips.
+fn round_trips(pp: &mut PingPong, budget: Duration, n: usize) -> Vec<u64> {
+    sample_batches_for(budget, n, crate::ROUND_TRIP_BATCH, || pp.round_trip())
+}
+
+/// What the interleaved steady phase measured.
+struct Interleaved {
+    /// The mechanism's p50 over all its slices.
+    steady_p50: f64,
+    samples: usize,
+    /// The PAUSE ping-pong's p50 over all its slices, and the median of its slices'
+    /// p50s.
+    pause_p50: f64,
+    pause_slice_p50: f64,
+    /// The median over slice pairs of the mechanism's p50 over the PAUSE loop's.
+    median_ratio: f64,
+}
+
+/// `budget` of slices, alternately of a fresh PAUSE ping-pong on `pins` and of `pp`
+/// (whose partner waits, parked or spinning as the mechanism does, meanwhile).
+fn interleaved_with_pause(
+    pp: &mut PingPong,
+    pins: Option<(usize, usize)>,
+    budget: Duration,
+) -> Interleaved {
+    let pause = impls::by_name("pause").expect("the PAUSE ping-pong is a known mechanism");
+    let end = std::time::Instant::now() + budget;
+    let (mut mine_all, mut pause_all) = (Vec::new(), Vec::new());
+    let (mut ratios, mut pause_p50s) = (Vec::new(), Vec::new());
+    loop {
+        let mut theirs = {
+            let mut p = PingPong::start_with(pause, pins, Duration::ZERO);
+            round_trips(&mut p, SLICE, MAX_SAMPLES)
+        };
+        // Dropping the PAUSE ping-pong unpinned this thread: back to its CPU.
+        if let Some((cpu, _)) = pins {
+            mwait_support::pin_to_cpu(cpu);
+        }
+        let mut mine = round_trips(pp, SLICE, MAX_SAMPLES);
+        let p = stats(&mut theirs).p50;
+        pause_p50s.push(p);
+        ratios.push(stats(&mut mine).p50 / p);
+        mine_all.extend(mine);
+        pause_all.extend(theirs);
+        if std::time::Instant::now() >= end {
+            break;
+        }
+    }
+    let samples = mine_all.len();
+    Interleaved {
+        steady_p50: stats(&mut mine_all).p50,
+        samples,
+        pause_p50: stats(&mut pause_all).p50,
+        pause_slice_p50: crate::median(&pause_p50s),
+        median_ratio: crate::median(&ratios),
+    }
 }
 
 /// The waiter's CPU and wake latency under a store every ~1 ms, pinned.
@@ -329,6 +413,14 @@ mod tests {
         assert!(m.get("first_p50_ns") > 0.0, "{m}");
         assert!(m.get("steady_p50_ns") > 0.0, "{m}");
         assert!(m.get("steady_samples") >= 1.0, "{m}");
+        // Beside an interleaved PAUSE ping-pong: both ratios measured and positive.
+        assert!(m.get("pause_steady_p50_ns") > 0.0, "{m}");
+        assert!(m.get("first_vs_pause") > 0.0, "{m}");
+        assert!(m.get("steady_vs_pause") > 0.0, "{m}");
+        // On one CPU the comparison is with futex, in another child: no PAUSE slices.
+        let m = run("same_cpu", "futex", "1").unwrap();
+        assert!(m.get("steady_p50_ns") > 0.0, "{m}");
+        assert!(m.get("steady_vs_pause").is_nan(), "{m}");
     }
 
     #[test]

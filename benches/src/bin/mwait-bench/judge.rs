@@ -77,6 +77,25 @@ pub fn ratio_target(
     )
 }
 
+/// A target on ratios each cold child measured in its own process (the mechanism
+/// beside a PAUSE loop interleaved with it, `mwait_benches::cold`): "`what`: median
+/// of N rounds 1.05x (0.98–1.12x)".
+pub fn in_process_target(
+    what: &str,
+    ratios: &[f64],
+    holds: impl Fn(f64) -> bool,
+) -> (String, Verdict) {
+    let m = median(ratios);
+    let (lo, hi) = min_max(ratios);
+    (
+        format!(
+            "{what}: {m:.2}x, the median of {} rounds, each a ratio measured inside one cold process (range {lo:.2}–{hi:.2}x)",
+            ratios.len()
+        ),
+        Verdict::of(!ratios.is_empty() && holds(m)),
+    )
+}
+
 /// An interference target between waitcell and futex, judged on placement-matched
 /// per-round ratios (`matched`; `unmatched`: the plain per-round ratios, shown
 /// beside). With the CPUs oversubscribed both park in the kernel and are woken by
