@@ -142,6 +142,15 @@ fn run<C: Channel>(chan: C, at: Arrangement, n: usize) -> Run {
 }
 
 fn main() {
+    let (at, n) = parse_args();
+    let (base_name, base, cold) = ping_pongs(at, n);
+    print_medians(base_name, &base, &cold.samples, n);
+    print_counts(&cold);
+}
+
+/// The arrangement and the number of round trips (at least `2 * FIRST`); exits with
+/// the usage on an unknown arrangement.
+fn parse_args() -> (Arrangement, usize) {
     let mut args = std::env::args().skip(1);
     let at = match args.next().as_deref() {
         None | Some("pinned") => Arrangement::Pinned,
@@ -157,6 +166,13 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(DEFAULT_ROUND_TRIPS)
         .max(2 * FIRST);
+    (at, n)
+}
+
+/// The baseline's name and samples, and the cold mwait ping-pong. With both
+/// threads on one CPU (`same`) the baseline is a ping-pong with the futex forced,
+/// run after the cold one; otherwise it is the PAUSE loop, run first.
+fn ping_pongs(at: Arrangement, n: usize) -> (&'static str, Vec<u64>, Run) {
     let zero = || Pause {
         to_partner: AtomicU32::new(0),
         to_timer: AtomicU32::new(0),
@@ -165,7 +181,7 @@ fn main() {
         to_partner: WaitCell::with_policy(0, policy),
         to_timer: WaitCell::with_policy(0, policy),
     };
-    let (base_name, base, cold) = match at {
+    match at {
         Arrangement::Same => {
             let cold = run(cells(WaitPolicy::new()), at, n);
             let futex = run(cells(WaitPolicy::new().backend(Backend::Futex)), at, n).samples;
@@ -175,15 +191,15 @@ fn main() {
             let pause = run(zero(), at, n).samples;
             ("pause", pause, run(cells(WaitPolicy::new()), at, n))
         }
-    };
-    let Run {
-        samples: cold,
-        stats: [first_stats, end_stats],
-        cpus: [timer_cpu, partner_cpu],
-    } = cold;
+    }
+}
+
+/// The medians of the first [`FIRST`] round trips and of the second half, mwait's
+/// beside the baseline's, and their ratios.
+fn print_medians(base_name: &str, base: &[u64], cold: &[u64], n: usize) {
     let summary = |s: &[u64]| (percentile(&s[..FIRST], 50.0), percentile(&s[n / 2..], 50.0));
-    let (pf, ps) = summary(&base);
-    let (mf, ms) = summary(&cold);
+    let (pf, ps) = summary(base);
+    let (mf, ms) = summary(cold);
     println!(
         "first{FIRST}_p50_ns mwait {mf} {base_name} {pf} ratio {:.2} | steady_p50_ns mwait {ms} \
          {base_name} {ps} ratio {:.2} | usable_cpus {}",
@@ -191,17 +207,17 @@ fn main() {
         ms as f64 / ps.max(1) as f64,
         mwait::Capabilities::detect().usable_cpus,
     );
-    let share = |s: mwait::WaitStats| {
-        let (spin, hw, park) = s.shares();
-        format!(
-            "spin {spin:.0} % hw {hw:.0} % park {park:.0} % (hand-off {}/{})",
-            s.handoff_caught, s.handoff_spins
-        )
-    };
+}
+
+/// Where the cold ping-pong's waits ended (first round trips, then the rest), the
+/// process's statistics, and the CPUs the threads ended on.
+fn print_counts(cold: &Run) {
+    let [first_stats, end_stats] = cold.stats;
+    let [timer_cpu, partner_cpu] = cold.cpus;
     println!(
         "  first{FIRST}: {} | rest: {}",
-        share(first_stats),
-        share(end_stats.since(&first_stats))
+        shares(first_stats),
+        shares(end_stats.since(&first_stats))
     );
     println!("  {}", mwait::stats().to_string().replace('\n', "\n  "));
     let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
@@ -209,4 +225,13 @@ fn main() {
         "  ended on CPUs {timer_cpu} and {partner_cpu}; /proc/loadavg {}",
         loadavg.trim()
     );
+}
+
+/// The shares of waits per tier and the hand-off spins' catches.
+fn shares(s: mwait::WaitStats) -> String {
+    let (spin, hw, park) = s.shares();
+    format!(
+        "spin {spin:.0} % hw {hw:.0} % park {park:.0} % (hand-off {}/{})",
+        s.handoff_caught, s.handoff_spins
+    )
 }

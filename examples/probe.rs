@@ -11,7 +11,7 @@
 //! run takes about `ROWS x PER_ROW` (under 30 s in all), and ends with the process's
 //! estimates and budgets (`mwait::stats`).
 
-use mwait::{Backend, Capabilities, WaitCell, WaitPolicy, WaitStats};
+use mwait::{Backend, Capabilities, Selection, WaitCell, WaitPolicy, WaitStats};
 use mwait_support::{percentile, pin_to_cpu, sample_for};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -34,16 +34,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    println!("== backend ==");
-    println!("chosen:  {}", sel.backend);
-    println!("why:     {}", sel.reason);
-    for (b, why) in &sel.rejected {
-        println!("skipped: {b}: {why}");
-    }
-    println!(
-        "default policy: spin {} ns, hardware {} ns, then park",
-        sel.defaults.spin_ns, sel.defaults.hw_ns
-    );
+    print_backend(sel);
     let cpus = caps.usable_cpus;
     let pin = cpus >= 2;
     println!(
@@ -55,7 +46,34 @@ fn main() {
         },
         PER_ROW
     );
+    print_table(&measure_rows(caps, sel, pin));
+    println!(
+        "\n== this process's waits, estimates and budgets ==\n{}",
+        mwait::stats()
+    );
+    println!(
+        "\nNoise: one run on a shared machine; compare rows with each other, not with \
+         other runs. Full suite: cargo xtask bench."
+    );
+}
 
+/// The backend section: the choice, why, what was skipped and the default policy.
+fn print_backend(sel: &Selection) {
+    println!("== backend ==");
+    println!("chosen:  {}", sel.backend);
+    println!("why:     {}", sel.reason);
+    for (b, why) in &sel.rejected {
+        println!("skipped: {b}: {why}");
+    }
+    println!(
+        "default policy: spin {} ns, hardware {} ns, then park",
+        sel.defaults.spin_ns, sel.defaults.hw_ns
+    );
+}
+
+/// Measures every row, in table order: the default policy, spin forced, the
+/// futex where offered, the selected hardware tier forced, then the condvar.
+fn measure_rows(caps: &Capabilities, sel: &Selection, pin: bool) -> Vec<(String, Row)> {
     let mut rows: Vec<(String, Row)> = Vec::new();
     rows.push((
         format!("waitcell (default: {})", sel.backend),
@@ -80,7 +98,12 @@ fn main() {
         }
     }
     rows.push(("std Mutex + Condvar".into(), (condvar_rtt(pin), None)));
+    rows
+}
 
+/// The latency table: p50, p99, samples, p50 against the condvar row's, and the
+/// share of waits per tier.
+fn print_table(rows: &[(String, Row)]) {
     let base = rows
         .iter()
         .find(|r| r.0.starts_with("std"))
@@ -90,7 +113,7 @@ fn main() {
         "{:<36} {:>10} {:>10} {:>10} {:>12}  spin / hw / park",
         "mechanism", "p50 ns", "p99 ns", "samples", "p50 vs condvar"
     );
-    for (name, (s, tiers)) in &rows {
+    for (name, (s, tiers)) in rows {
         let p50 = percentile(s, 50.0);
         let tiers = tiers.map_or("n/a".to_string(), |t| {
             let (spin, hw, park) = t.shares();
@@ -106,14 +129,6 @@ fn main() {
             tiers
         );
     }
-    println!(
-        "\n== this process's waits, estimates and budgets ==\n{}",
-        mwait::stats()
-    );
-    println!(
-        "\nNoise: one run on a shared machine; compare rows with each other, not with \
-         other runs. Full suite: cargo xtask bench."
-    );
 }
 
 /// One row's round-trip samples and, for a `WaitCell`, what its timed waits did.

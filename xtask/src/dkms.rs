@@ -135,112 +135,168 @@ fn build_and_check(
     inst: &Path,
 ) -> Res {
     let spec = format!("{}/{}", conf.name, conf.version);
-    let trees = [
-        format!("--dkmstree={}", tree.display()),
-        format!("--sourcetree={}", src.display()),
-        format!("--installtree={}", inst.display()),
-    ];
-    let mut log = String::new();
-    let mut dkms = |what: &str, extra: &[String]| -> Res<String> {
-        step(&format!("dkms {what}"));
-        let mut cmd = Command::new("dkms");
-        cmd.arg(what).args(extra).args(&trees);
-        let c = capture(&mut cmd, DKMS_LIMIT);
-        println!(
-            "$ {}\n{}{}({} in {:.1} s)",
-            c.command, c.stdout, c.stderr, c.status, c.secs
-        );
-        log.push_str(&c.stdout);
-        log.push_str(&c.stderr);
-        if c.ok {
-            Ok(c.stdout)
-        } else {
-            Err(format!("`{}` failed: {}", c.command, c.status))
-        }
-    };
-    let k = |s: &str| vec![s.to_string()];
+    let mut dkms = Dkms::new(src, tree, inst);
     let kernel = vec![
         spec.clone(),
         "-k".to_string(),
         kver.to_string(),
         format!("--kernelsourcedir={}", headers.display()),
     ];
-    dkms("add", &k(&spec))?;
-    let built = dkms("build", &kernel);
+    dkms.run("add", std::slice::from_ref(&spec))?;
+    let built = dkms.run("build", &kernel);
     if built.is_err() {
-        let make_log = tree
-            .join(&conf.name)
-            .join(&conf.version)
-            .join("build/make.log");
-        if let Ok(l) = std::fs::read_to_string(&make_log) {
-            println!("{}:\n{}", make_log.display(), util::tail(&l, 40));
-        }
+        print_make_log(conf, tree);
     }
     built?;
     let mut install = kernel.clone();
     install.push("--no-depmod".to_string());
-    dkms("install", &install)?;
-    let status = dkms("status", &k(&spec))?;
+    dkms.run("install", &install)?;
+    let status = dkms.run("status", std::slice::from_ref(&spec))?;
 
     step("dkms: checks");
-    let mut failures = Vec::new();
-    let mut check = |ok: bool, what: String| {
-        println!("{} {what}", if ok { "ok" } else { "not ok" });
-        if !ok {
-            failures.push(what);
-        }
-    };
-    check(
+    let mut checks = Checks::default();
+    checks.check(
         status
             .lines()
             .any(|l| l.contains(kver) && l.contains("installed")),
         format!("dkms status says {spec} is installed for {kver}"),
     );
-    let deprecated: Vec<&str> = log.lines().filter(|l| l.contains("Deprecated")).collect();
-    check(
+    let deprecated: Vec<&str> = dkms
+        .log
+        .lines()
+        .filter(|l| l.contains("Deprecated"))
+        .collect();
+    checks.check(
         deprecated.is_empty(),
         format!("DKMS printed no deprecation about dkms.conf {deprecated:?}"),
     );
-    let arch = std::env::consts::ARCH;
+    for (what, path) in module_paths(conf, kver, tree, inst) {
+        check_module(&mut checks, conf, uts, what, &path);
+    }
+    checks.into_result()
+}
+
+/// Where DKMS leaves the built module in its tree, and where `dkms install` puts
+/// it in the install tree.
+fn module_paths(
+    conf: &DkmsConf,
+    kver: &str,
+    tree: &Path,
+    inst: &Path,
+) -> [(&'static str, PathBuf); 2] {
     let ko = format!("{}.ko", conf.module);
     let built_ko = tree
         .join(&conf.name)
         .join(&conf.version)
         .join(kver)
-        .join(arch)
+        .join(std::env::consts::ARCH)
         .join("module")
         .join(&ko);
     let installed_ko = inst
         .join(kver)
         .join(conf.dest.trim_start_matches('/'))
         .join(&ko);
-    for (what, path) in [("built", &built_ko), ("installed", &installed_ko)] {
-        let exists = path.exists();
-        check(exists, format!("the {what} module is {}", path.display()));
-        if !exists {
-            continue;
+    [("built", built_ko), ("installed", installed_ko)]
+}
+
+/// Runs `dkms` on the private trees and keeps everything it printed.
+struct Dkms {
+    /// `--dkmstree`, `--sourcetree` and `--installtree`, passed to every command.
+    trees: [String; 3],
+    /// The stdout and stderr of every command so far.
+    log: String,
+}
+
+impl Dkms {
+    fn new(src: &Path, tree: &Path, inst: &Path) -> Dkms {
+        Dkms {
+            trees: [
+                format!("--dkmstree={}", tree.display()),
+                format!("--sourcetree={}", src.display()),
+                format!("--installtree={}", inst.display()),
+            ],
+            log: String::new(),
         }
-        let field = |f: &str| {
-            util::output(Command::new("modinfo").args(["-F", f]).arg(path))
-                .map(|s| s.trim().to_string())
-                .unwrap_or_default()
-        };
-        let name = field("name");
-        check(
-            name == conf.module,
-            format!("modinfo names the {what} module `{name}`"),
-        );
-        let vermagic = field("vermagic");
-        check(
-            vermagic.split_whitespace().next() == Some(uts),
-            format!("the {what} module's vermagic `{vermagic}` starts with the headers' UTS_RELEASE {uts}"),
-        );
     }
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("DKMS checks failed: {failures:?}"))
+
+    /// `dkms <what> <extra> <trees>` under a step banner, printed with its output;
+    /// its stdout, or an error when it fails.
+    fn run(&mut self, what: &str, extra: &[String]) -> Res<String> {
+        step(&format!("dkms {what}"));
+        let mut cmd = Command::new("dkms");
+        cmd.arg(what).args(extra).args(&self.trees);
+        let c = capture(&mut cmd, DKMS_LIMIT);
+        println!(
+            "$ {}\n{}{}({} in {:.1} s)",
+            c.command, c.stdout, c.stderr, c.status, c.secs
+        );
+        self.log.push_str(&c.stdout);
+        self.log.push_str(&c.stderr);
+        if c.ok {
+            Ok(c.stdout)
+        } else {
+            Err(format!("`{}` failed: {}", c.command, c.status))
+        }
     }
+}
+
+/// Prints the end of the module's `make.log` after a failed `dkms build`.
+fn print_make_log(conf: &DkmsConf, tree: &Path) {
+    let make_log = tree
+        .join(&conf.name)
+        .join(&conf.version)
+        .join("build/make.log");
+    if let Ok(l) = std::fs::read_to_string(&make_log) {
+        println!("{}:\n{}", make_log.display(), util::tail(&l, 40));
+    }
+}
+
+/// The checks' verdicts: each printed as it is made, the failed ones kept.
+#[derive(Default)]
+struct Checks(Vec<String>);
+
+impl Checks {
+    fn check(&mut self, ok: bool, what: String) {
+        println!("{} {what}", if ok { "ok" } else { "not ok" });
+        if !ok {
+            self.0.push(what);
+        }
+    }
+
+    fn into_result(self) -> Res {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("DKMS checks failed: {:?}", self.0))
+        }
+    }
+}
+
+/// The `what` (built or installed) module exists at `path`, and `modinfo` gives
+/// its name as the dkms.conf's and a vermagic that starts with `uts`.
+fn check_module(checks: &mut Checks, conf: &DkmsConf, uts: &str, what: &str, path: &Path) {
+    let exists = path.exists();
+    checks.check(exists, format!("the {what} module is {}", path.display()));
+    if !exists {
+        return;
+    }
+    let field = |f: &str| {
+        util::output(Command::new("modinfo").args(["-F", f]).arg(path))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let name = field("name");
+    checks.check(
+        name == conf.module,
+        format!("modinfo names the {what} module `{name}`"),
+    );
+    let vermagic = field("vermagic");
+    checks.check(
+        vermagic.split_whitespace().next() == Some(uts),
+        format!(
+            "the {what} module's vermagic `{vermagic}` starts with the headers' UTS_RELEASE {uts}"
+        ),
+    );
 }
 
 #[cfg(test)]

@@ -23,105 +23,144 @@ use std::process::Command;
 /// `cargo xtask hw-test`.
 pub fn run(_args: &[String]) -> Res {
     let bin = build_suite()?;
+    let mwaitx = mwaitx_runs();
+    ensure_apt(&["qemu-user-static"])?;
+    let mut results: Vec<(&str, Res)> = Vec::new();
+    for r in &UMWAIT_RUNS {
+        results.push(r.run(&bin));
+    }
+    match mwaitx {
+        None => println!("\nMWAITX: skipped, this is not an AMD CPU (MONITORX would raise SIGILL)"),
+        Some(runs) => results.extend(runs.iter().map(|r| r.run(&bin))),
+    }
+    summary(&results)
+}
+
+/// The wrapper that runs the suite under qemu-user with a CPU that executes the
+/// WAITPKG instructions.
+const QEMU: &[&str] = &["qemu-x86_64-static", "-cpu", "max"];
+
+/// The suite's test that checks the selection (and the demotion) against
+/// `MWAIT_HW_EXPECT` and `MWAIT_HW_EXPECT_DEMOTED`.
+const SELECTION_TEST: &str = "selection_is_what_the_runner_expects";
+
+/// One run of the suite: its step banner, its name in the summary, the wrapper it
+/// runs under (none: natively), its variables and the one test it is limited to.
+struct Run {
+    banner: &'static str,
+    name: &'static str,
+    wrapper: &'static [&'static str],
+    vars: &'static [(&'static str, &'static str)],
+    only: Option<&'static str>,
+}
+
+impl Run {
+    /// Prints the banner and runs the suite; the run's name and result.
+    fn run(&self, bin: &PathBuf) -> (&'static str, Res) {
+        step(self.banner);
+        (self.name, suite(bin, self.wrapper, self.vars, self.only))
+    }
+}
+
+/// UMWAIT under qemu-user: the tier forced with the self-test off, then the
+/// self-test, which must demote the no-op.
+const UMWAIT_RUNS: [Run; 2] = [
+    Run {
+        banner: "UMWAIT tier under qemu-user (forced, self-test off)",
+        name: "umwait suite (qemu-user)",
+        wrapper: QEMU,
+        vars: &[
+            ("MWAIT_BACKEND", "umwait"),
+            ("MWAIT_UNSAFE_FORCE", "1"),
+            ("MWAIT_SELFTEST", "0"),
+            ("MWAIT_HW_EXPECT", "umwait"),
+        ],
+        only: None,
+    },
+    Run {
+        banner: "UMWAIT self-test under qemu-user (must demote the no-op)",
+        name: "umwait demotion (qemu-user)",
+        wrapper: QEMU,
+        vars: &[
+            ("MWAIT_BACKEND", "umwait"),
+            ("MWAIT_UNSAFE_FORCE", "1"),
+            ("MWAIT_HW_EXPECT_DEMOTED", "umwait"),
+        ],
+        only: Some(SELECTION_TEST),
+    },
+];
+
+/// MWAITX natively where CPUID reports MONITORX: the tier and its self-test as
+/// they are.
+const MWAITX_REPORTED_RUNS: [Run; 1] = [Run {
+    banner: "MWAITX tier natively (CPUID reports MONITORX; self-test on)",
+    name: "mwaitx suite (native)",
+    wrapper: &[],
+    vars: &[("MWAIT_BACKEND", "mwaitx"), ("MWAIT_HW_EXPECT", "mwaitx")],
+    only: None,
+}];
+
+/// MWAITX natively where CPUID hides MONITORX: forced with the self-test off, then
+/// the self-test, which must demote the trapped instruction.
+const MWAITX_FORCED_RUNS: [Run; 2] = [
+    Run {
+        banner: "MWAITX tier natively (forced past CPUID, self-test off)",
+        name: "mwaitx suite (native, forced)",
+        wrapper: &[],
+        vars: &[
+            ("MWAIT_BACKEND", "mwaitx"),
+            ("MWAIT_UNSAFE_FORCE", "1"),
+            ("MWAIT_SELFTEST", "0"),
+            ("MWAIT_HW_EXPECT", "mwaitx"),
+        ],
+        only: None,
+    },
+    Run {
+        banner: "MWAITX self-test natively (must demote: trapped, its timer is ignored here)",
+        name: "mwaitx demotion (native)",
+        wrapper: &[],
+        vars: &[
+            ("MWAIT_BACKEND", "mwaitx"),
+            ("MWAIT_UNSAFE_FORCE", "1"),
+            ("MWAIT_HW_EXPECT_DEMOTED", "mwaitx"),
+        ],
+        only: Some(SELECTION_TEST),
+    },
+];
+
+/// The MWAITX runs this CPU takes: none on a CPU that is not AMD's (MONITORX would
+/// raise SIGILL), else as CPUID reports or hides MONITORX.
+fn mwaitx_runs() -> Option<&'static [Run]> {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let amd = cpuinfo.contains("AuthenticAMD");
+    if !cpuinfo.contains("AuthenticAMD") {
+        return None;
+    }
     // The kernel lists CPUID.8000_0001:ECX[29] (MONITORX) as `mwaitx`
     // (X86_FEATURE_MWAITX); there is no `monitorx` flag.
     let monitorx_in_cpuid = cpuinfo
         .lines()
         .find(|l| l.starts_with("flags"))
         .is_some_and(|l| l.split_whitespace().any(|f| f == "mwaitx"));
-
-    ensure_apt(&["qemu-user-static"])?;
-    let qemu = ["qemu-x86_64-static", "-cpu", "max"];
-    let mut runs: Vec<(String, Res)> = Vec::new();
-
-    step("UMWAIT tier under qemu-user (forced, self-test off)");
-    runs.push((
-        "umwait suite (qemu-user)".into(),
-        suite(
-            &bin,
-            &qemu,
-            &[
-                ("MWAIT_BACKEND", "umwait"),
-                ("MWAIT_UNSAFE_FORCE", "1"),
-                ("MWAIT_SELFTEST", "0"),
-                ("MWAIT_HW_EXPECT", "umwait"),
-            ],
-            None,
-        ),
-    ));
-    step("UMWAIT self-test under qemu-user (must demote the no-op)");
-    runs.push((
-        "umwait demotion (qemu-user)".into(),
-        suite(
-            &bin,
-            &qemu,
-            &[
-                ("MWAIT_BACKEND", "umwait"),
-                ("MWAIT_UNSAFE_FORCE", "1"),
-                ("MWAIT_HW_EXPECT_DEMOTED", "umwait"),
-            ],
-            Some("selection_is_what_the_runner_expects"),
-        ),
-    ));
-
-    if !amd {
-        println!("\nMWAITX: skipped, this is not an AMD CPU (MONITORX would raise SIGILL)");
-    } else if monitorx_in_cpuid {
-        step("MWAITX tier natively (CPUID reports MONITORX; self-test on)");
-        runs.push((
-            "mwaitx suite (native)".into(),
-            suite(
-                &bin,
-                &[],
-                &[("MWAIT_BACKEND", "mwaitx"), ("MWAIT_HW_EXPECT", "mwaitx")],
-                None,
-            ),
-        ));
+    Some(if monitorx_in_cpuid {
+        &MWAITX_REPORTED_RUNS
     } else {
-        step("MWAITX tier natively (forced past CPUID, self-test off)");
-        runs.push((
-            "mwaitx suite (native, forced)".into(),
-            suite(
-                &bin,
-                &[],
-                &[
-                    ("MWAIT_BACKEND", "mwaitx"),
-                    ("MWAIT_UNSAFE_FORCE", "1"),
-                    ("MWAIT_SELFTEST", "0"),
-                    ("MWAIT_HW_EXPECT", "mwaitx"),
-                ],
-                None,
-            ),
-        ));
-        step("MWAITX self-test natively (must demote: trapped, its timer is ignored here)");
-        runs.push((
-            "mwaitx demotion (native)".into(),
-            suite(
-                &bin,
-                &[],
-                &[
-                    ("MWAIT_BACKEND", "mwaitx"),
-                    ("MWAIT_UNSAFE_FORCE", "1"),
-                    ("MWAIT_HW_EXPECT_DEMOTED", "mwaitx"),
-                ],
-                Some("selection_is_what_the_runner_expects"),
-            ),
-        ));
-    }
+        &MWAITX_FORCED_RUNS
+    })
+}
 
+/// Prints one line per run and the totals; fails when a run failed.
+fn summary(results: &[(&str, Res)]) -> Res {
     println!();
-    let failed: Vec<&String> = runs
+    let failed: Vec<&str> = results
         .iter()
-        .filter_map(|(n, r)| r.as_ref().err().map(|_| n))
+        .filter_map(|(n, r)| r.as_ref().err().map(|_| *n))
         .collect();
-    for (n, r) in &runs {
+    for (n, r) in results {
         println!("hw-test: {n}: {}", if r.is_ok() { "ok" } else { "FAILED" });
     }
     println!(
         "hw-test: {} passed, {} failed",
-        runs.len() - failed.len(),
+        results.len() - failed.len(),
         failed.len()
     );
     if failed.is_empty() {

@@ -9,6 +9,17 @@ pub fn run(args: &[String]) -> Res {
     if let Some(a) = args.first() {
         return Err(format!("test takes no arguments, got `{a}`"));
     }
+    style_and_bindings()?;
+    tests()?;
+    docs_and_other_targets()?;
+    package()?;
+    hardware_and_kernel()?;
+    println!("\nxtask test: all steps passed");
+    Ok(())
+}
+
+/// Formatting, lints and the generated bindings: the checks that fail fastest.
+fn style_and_bindings() -> Res {
     ensure_rust_component("rustfmt")?;
     ensure_rust_component("clippy")?;
 
@@ -30,7 +41,12 @@ pub fn run(args: &[String]) -> Res {
     // it. A stale bindings.rs fails here and reads as such in the log.
     step("generated bindings match the uapi header");
     crate::codegen::generator("check")?;
+    Ok(())
+}
 
+/// The test suites: the workspace's tests and doctests, the test-counters build,
+/// the loom models and Miri.
+fn tests() -> Res {
     step("tests and doctests");
     util::run(cargo().args(["test", "--workspace"]))?;
 
@@ -63,7 +79,12 @@ pub fn run(args: &[String]) -> Res {
     // `cargo xtask miri` does when they are missing).
     step("Miri: the unit tests and the integration tests that need no process");
     crate::miri::run(&[])?;
+    Ok(())
+}
 
+/// The docs, and the targets this machine can only compile for or emulate: the
+/// fallback ladders, the cross-checks and the Windows park tier under Wine.
+fn docs_and_other_targets() -> Res {
     step("docs, -D warnings");
     util::run(
         cargo()
@@ -85,7 +106,11 @@ pub fn run(args: &[String]) -> Res {
 
     step("the Windows park tier: the test suites under Wine");
     crate::ports::wine_test(&[])?;
+    Ok(())
+}
 
+/// The packages of the publishable crates, verified by building them.
+fn package() -> Res {
     step("package (the crates are publishable; verified by building the packages)");
     // Verification builds mwait against mwait-sys taken from a temporary registry;
     // cargo treats registry crates as immutable and reuses an old build of the same
@@ -100,7 +125,12 @@ pub fn run(args: &[String]) -> Res {
             .arg("--target-dir")
             .arg(&verify_dir),
     )?;
+    Ok(())
+}
 
+/// The hardware tiers' suites, then the kernel shim: DKMS, the QEMU guest and
+/// checkpatch.
+fn hardware_and_kernel() -> Res {
     step("hardware tiers: UMWAIT under qemu-user, MWAITX natively");
     crate::hwtest::run(&[])?;
 
@@ -112,8 +142,6 @@ pub fn run(args: &[String]) -> Res {
 
     step("kernel style of the module (checkpatch.pl)");
     crate::vm::checkpatch(&[])?;
-
-    println!("\nxtask test: all steps passed");
     Ok(())
 }
 

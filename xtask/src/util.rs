@@ -156,7 +156,6 @@ const CAPTURE_POLL_MS: u64 = 50;
 /// command that cannot start, fails or hangs is described in the result, so that a
 /// caller can record it and go on.
 pub fn capture(cmd: &mut Command, limit: Duration) -> Captured {
-    use std::io::Read;
     use std::os::unix::process::CommandExt;
     use std::process::Stdio;
 
@@ -178,60 +177,80 @@ pub fn capture(cmd: &mut Command, limit: Duration) -> Captured {
             }
         }
     };
-    let reader = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut buf);
-            }
-            String::from_utf8_lossy(&buf).into_owned()
-        })
-    };
-    let out = reader(child.stdout.take().map(|p| Box::new(p) as _));
-    let err = reader(child.stderr.take().map(|p| Box::new(p) as _));
-    let mut timed_out = false;
-    let exit = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) if t0.elapsed() >= limit => {
-                timed_out = true;
-                // The group id is the child's pid (process_group(0) above); killing the
-                // group also ends what it started (cargo's children, a test binary).
-                let _ = Command::new("kill")
-                    .args(["-KILL", "--", &format!("-{}", child.id())])
-                    .status();
-                break child.wait().ok();
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(CAPTURE_POLL_MS)),
-            Err(_) => break None,
-        }
-    };
+    let out = read_in_thread(child.stdout.take());
+    let err = read_in_thread(child.stderr.take());
+    let end = wait_within(&mut child, t0, limit);
     let secs = t0.elapsed().as_secs_f64();
     let stdout = out.join().unwrap_or_default();
     let stderr = err.join().unwrap_or_default();
-    let code = if timed_out {
-        None
-    } else {
-        exit.and_then(|s| s.code())
-    };
-    let status = match (timed_out, exit) {
-        (true, _) => format!("timed out after {} s", limit.as_secs()),
-        (false, Some(s)) => match s.code() {
-            Some(c) => format!("exit {c}"),
-            None => {
-                use std::os::unix::process::ExitStatusExt;
-                format!("killed by signal {}", s.signal().unwrap_or(0))
-            }
-        },
-        (false, None) => "lost track of the process".to_string(),
-    };
     Captured {
         command,
-        ok: code == Some(0),
-        status,
+        ok: matches!(end, End::Exited(s) if s.code() == Some(0)),
+        status: end.describe(limit),
         stdout,
         stderr,
         secs,
+    }
+}
+
+/// Reads `pipe` to its end on a thread of its own, so that a child that fills one
+/// pipe while nobody reads the other cannot stall; the text, lossily decoded.
+fn read_in_thread<R: std::io::Read + Send + 'static>(
+    pipe: Option<R>,
+) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut buf);
+        }
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
+/// How a child run by [`capture`] ended.
+enum End {
+    /// It exited (or was killed by a signal it did not get from [`capture`]).
+    Exited(std::process::ExitStatus),
+    /// It outlived its limit and [`capture`] killed its process group.
+    TimedOut,
+    /// Waiting for it failed.
+    Lost,
+}
+
+impl End {
+    /// The status in words, as [`Captured::status`] has it.
+    fn describe(&self, limit: Duration) -> String {
+        use std::os::unix::process::ExitStatusExt;
+        match self {
+            End::TimedOut => format!("timed out after {} s", limit.as_secs()),
+            End::Exited(s) => match s.code() {
+                Some(c) => format!("exit {c}"),
+                None => format!("killed by signal {}", s.signal().unwrap_or(0)),
+            },
+            End::Lost => "lost track of the process".to_string(),
+        }
+    }
+}
+
+/// Waits for `child` until `limit` after `t0`, then kills its process group.
+fn wait_within(child: &mut std::process::Child, t0: Instant, limit: Duration) -> End {
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return End::Exited(s),
+            Ok(None) if t0.elapsed() >= limit => {
+                // The group id is the child's pid (process_group(0) in `capture`);
+                // killing the group also ends what it started (cargo's children, a
+                // test binary).
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{}", child.id())])
+                    .status();
+                // Reaps the killed child; its status says nothing more.
+                let _ = child.wait();
+                return End::TimedOut;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(CAPTURE_POLL_MS)),
+            Err(_) => return End::Lost,
+        }
     }
 }
 
@@ -272,6 +291,12 @@ mod tests {
         assert_eq!(c.stderr, "err\n");
         let ok = capture(&mut Command::new("true"), Duration::from_secs(60));
         assert!(ok.ok, "{}", ok.status);
+        let killed = capture(
+            Command::new("sh").args(["-c", "kill -9 $$"]),
+            Duration::from_secs(60),
+        );
+        assert!(!killed.ok);
+        assert_eq!(killed.status, "killed by signal 9");
     }
 
     #[test]

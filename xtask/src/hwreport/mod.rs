@@ -22,7 +22,7 @@ mod parse;
 mod render;
 
 use crate::util::{self, capture, project_root, step, Captured, Res};
-use machine::{CpuInfo, Cpuid, OfferFacts};
+use machine::{CpuInfo, Cpuid, Offer, OfferFacts};
 use render::{Bench, Machine, Report, SelfTest, StepRecord, SuiteRun, TierResult, TAIL_LINES};
 use std::path::Path;
 use std::process::Command;
@@ -55,13 +55,7 @@ const BACKEND_VARS: [&str; 6] = [
 
 /// `cargo xtask hw-report`.
 pub fn run(args: &[String]) -> Res {
-    let mut with_bench = true;
-    for a in args {
-        match a.as_str() {
-            "--no-bench" => with_bench = false,
-            other => return Err(format!("hw-report takes only --no-bench, got `{other}`")),
-        }
-    }
+    let with_bench = parse_args(args)?;
     let t0 = Instant::now();
     let root = project_root();
     let mut rep = Report::default();
@@ -71,34 +65,12 @@ pub fn run(args: &[String]) -> Res {
     rep.generated_utc = small(Command::new("date").args(["-u", "+%Y-%m-%dT%H:%M:%SZ"]))
         .unwrap_or_else(|| "unknown date".into());
     rep.commit = commit();
-    let dump = steps.run(
-        "CPUID dump",
-        util::cargo().args(["run", "--quiet", "--release", "--example", "cpuid_dump"]),
-        EXAMPLE_LIMIT,
-    );
-    let cpuid = if dump.ok {
-        Cpuid::parse(&dump.stdout)
-    } else {
-        Cpuid::default()
-    };
-    rep.cpuid_dump = (!cpuid.is_empty()).then(|| dump.stdout.clone());
+    let (cpuid, dump) = steps.cpuid_dump();
+    rep.cpuid_dump = dump;
     rep.machine = machine(cpuid);
 
     step("hw-report: probe (about 10 s after its build)");
-    let probe = steps.run(
-        "probe",
-        util::cargo()
-            .args(["run", "--quiet", "--release", "--example", "probe"])
-            .env_remove("MWAIT_BACKEND")
-            .env_remove("MWAIT_DISABLE"),
-        EXAMPLE_LIMIT,
-    );
-    rep.probe_sections = parse::probe_sections(&probe.stdout);
-    rep.probe_selection = rep
-        .probe_sections
-        .iter()
-        .find(|(t, _)| t == "backend")
-        .map(|(_, b)| parse::probe_selection(b));
+    (rep.probe_sections, rep.probe_selection) = steps.probe();
 
     step("hw-report: each wait instruction in a child process (benches/c/insn_probe.c)");
     rep.insn_probe = steps.insn_probe(&root);
@@ -106,40 +78,11 @@ pub fn run(args: &[String]) -> Res {
     step("hw-report: hardware-tier suites");
     let bin = steps.suite_binary();
     if let Some(bin) = &bin {
-        let (sel, run) = steps.suite(bin, "hw_tiers, the machine's own choice", &[], None);
-        rep.default_suite = Some((sel, run));
+        let default = steps.suite(bin, "hw_tiers, the machine's own choice", &[], None);
+        rep.default_suite = Some(default);
     }
     for offer in rep.machine.facts.offers() {
-        let tier = offer.tier.name();
-        let mut t = TierResult {
-            offer,
-            selection: None,
-            self_test: None,
-            suite: None,
-        };
-        match (&bin, t.offer.offered) {
-            (_, false) => println!("{tier}: not offered ({}); not forced", t.offer.why),
-            (None, true) => println!("{tier}: offered, but the suite did not build"),
-            (Some(bin), true) => {
-                let env = [("MWAIT_BACKEND", tier)];
-                let (sel, _) = steps.suite(
-                    bin,
-                    &format!("hw_tiers {tier}: selection (self-test on)"),
-                    &env,
-                    Some("selection_is_what_the_runner_expects"),
-                );
-                let st = SelfTest::of(tier, sel.as_ref());
-                let mut env = vec![("MWAIT_BACKEND", tier), ("MWAIT_HW_EXPECT", tier)];
-                if matches!(st, SelfTest::Demoted(_)) {
-                    env.push(("MWAIT_SELFTEST", "0"));
-                }
-                let (_, run) = steps.suite(bin, &format!("hw_tiers {tier}: suite"), &env, None);
-                t.selection = sel;
-                t.self_test = Some(st);
-                t.suite = Some(run);
-            }
-        }
-        rep.tiers.push(t);
+        rep.tiers.push(steps.tier(bin.as_deref(), offer));
     }
 
     if with_bench {
@@ -149,6 +92,24 @@ pub fn run(args: &[String]) -> Res {
 
     rep.steps = steps.0;
     rep.total_secs = t0.elapsed().as_secs_f64();
+    write_report(&rep, &root)
+}
+
+/// Whether to run the quick benchmark (no `--no-bench`).
+fn parse_args(args: &[String]) -> Res<bool> {
+    let mut with_bench = true;
+    for a in args {
+        match a.as_str() {
+            "--no-bench" => with_bench = false,
+            other => return Err(format!("hw-report takes only --no-bench, got `{other}`")),
+        }
+    }
+    Ok(with_bench)
+}
+
+/// Writes the Markdown and the JSON report, then prints the verdict, the failed
+/// sub-steps and where the files are.
+fn write_report(rep: &Report, root: &Path) -> Res {
     let md = rep.markdown();
     let md_path = root.join(render::MD_PATH);
     let json_path = root.join(render::JSON_PATH);
@@ -262,6 +223,78 @@ impl Steps {
             tail,
         });
         c
+    }
+
+    /// Runs `examples/cpuid_dump.rs`; the CPUID it decodes to (empty when it failed)
+    /// and its output when that holds any leaf.
+    fn cpuid_dump(&mut self) -> (Cpuid, Option<String>) {
+        let dump = self.run(
+            "CPUID dump",
+            util::cargo().args(["run", "--quiet", "--release", "--example", "cpuid_dump"]),
+            EXAMPLE_LIMIT,
+        );
+        let cpuid = if dump.ok {
+            Cpuid::parse(&dump.stdout)
+        } else {
+            Cpuid::default()
+        };
+        let text = (!cpuid.is_empty()).then(|| dump.stdout.clone());
+        (cpuid, text)
+    }
+
+    /// Runs the probe with the caller's backend choice cleared; its sections and
+    /// its backend section, read.
+    fn probe(&mut self) -> (Vec<(String, String)>, Option<parse::ProbeSelection>) {
+        let probe = self.run(
+            "probe",
+            util::cargo()
+                .args(["run", "--quiet", "--release", "--example", "probe"])
+                .env_remove("MWAIT_BACKEND")
+                .env_remove("MWAIT_DISABLE"),
+            EXAMPLE_LIMIT,
+        );
+        let sections = parse::probe_sections(&probe.stdout);
+        let selection = sections
+            .iter()
+            .find(|(t, _)| t == "backend")
+            .map(|(_, b)| parse::probe_selection(b));
+        (sections, selection)
+    }
+
+    /// One hardware tier: never forced when the machine does not offer it; else
+    /// the suite's selection test with the tier and the self-test on, then the
+    /// whole suite with the tier (the self-test off when it demoted the tier).
+    fn tier(&mut self, bin: Option<&Path>, offer: Offer) -> TierResult {
+        let tier = offer.tier.name();
+        let mut t = TierResult {
+            offer,
+            selection: None,
+            self_test: None,
+            suite: None,
+        };
+        match (bin, t.offer.offered) {
+            (_, false) => println!("{tier}: not offered ({}); not forced", t.offer.why),
+            (None, true) => println!("{tier}: offered, but the suite did not build"),
+            (Some(bin), true) => {
+                let env = [("MWAIT_BACKEND", tier)];
+                let (sel, _) = self.suite(
+                    bin,
+                    &format!("hw_tiers {tier}: selection (self-test on)"),
+                    &env,
+                    Some("selection_is_what_the_runner_expects"),
+                );
+                let st = SelfTest::of(tier, sel.as_ref());
+                let mut env = vec![("MWAIT_BACKEND", tier), ("MWAIT_HW_EXPECT", tier)];
+                if matches!(st, SelfTest::Demoted(_)) {
+                    env.push(("MWAIT_SELFTEST", "0"));
+                }
+                let (_, run) = self.suite(bin, &format!("hw_tiers {tier}: suite"), &env, None);
+                t.selection = sel;
+                t.self_test = Some(st);
+                t.suite = Some(run);
+            }
+        }
+        t
     }
 
     /// Builds the `hw_tiers` suite; its test binary's path.

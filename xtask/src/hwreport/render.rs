@@ -184,6 +184,107 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
+/// The rows of the report's machine table: (label, value).
+fn machine_rows(m: &Machine) -> [(&'static str, String); 11] {
+    let c = &m.facts.cpuid;
+    let i = &m.facts.cpuinfo;
+    let unknown = || "unknown".to_string();
+    let brand = c.brand().or_else(|| i.model_name.clone());
+    let flags = format!(
+        "MONITOR {}, WAITPKG {}, MONITORX {}, invariant TSC {}, hypervisor {}",
+        bit(c.monitor()),
+        bit(c.waitpkg()),
+        bit(c.monitorx()),
+        bit(c.invariant_tsc()),
+        bit(c.hypervisor_bit())
+    );
+    let dev_mwait = format!(
+        "{}; module {}",
+        if m.facts.dev_mwait {
+            "present"
+        } else {
+            "absent"
+        },
+        if m.module_loaded {
+            "loaded"
+        } else {
+            "not loaded"
+        }
+    );
+    [
+        ("CPU (CPUID brand)", cell(&brand.unwrap_or_else(unknown))),
+        ("vendor", c.vendor().unwrap_or_else(unknown)),
+        ("family / model / stepping", family_model_stepping_md(m)),
+        (
+            "microcode",
+            i.microcode.clone().unwrap_or_else(|| "not readable".into()),
+        ),
+        ("CPUID flags that matter", flags),
+        ("/proc/cpuinfo flags", cpuinfo_flags_md(m)),
+        ("hypervisor", hypervisor_md(m)),
+        (
+            "kernel (`uname -r`)",
+            m.kernel.clone().unwrap_or_else(unknown),
+        ),
+        ("usable CPUs", m.usable_cpus.to_string()),
+        ("umwait_control", umwait_control_md(m)),
+        ("/dev/mwait", dev_mwait),
+    ]
+}
+
+/// Family, model and stepping: from CPUID in hex, else from `/proc/cpuinfo` in
+/// decimal.
+fn family_model_stepping_md(m: &Machine) -> String {
+    match (
+        m.facts.cpuid.family_model_stepping(),
+        m.facts.cpuinfo.family_model_stepping,
+    ) {
+        (Some((f, mo, s)), _) => format!("family {f:#x}, model {mo:#x}, stepping {s}"),
+        (None, Some((f, mo, s))) => format!("family {f}, model {mo}, stepping {s} (decimal)"),
+        (None, None) => "unknown".into(),
+    }
+}
+
+/// Which of the flags of interest `/proc/cpuinfo` lists and which it does not.
+fn cpuinfo_flags_md(m: &Machine) -> String {
+    let (have, lack): (Vec<&str>, Vec<&str>) = super::machine::FLAGS_OF_INTEREST
+        .iter()
+        .partition(|f| m.facts.cpuinfo.has(f));
+    let list = |v: Vec<&str>| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(" ")
+        }
+    };
+    format!("listed: {}; not listed: {}", list(have), list(lack))
+}
+
+/// The hypervisor: CPUID's signature where the hypervisor bit is set, else what
+/// `/proc/cpuinfo` says.
+fn hypervisor_md(m: &Machine) -> String {
+    let c = &m.facts.cpuid;
+    match (c.hypervisor_bit(), c.hypervisor_vendor()) {
+        (Some(true), Some(v)) => format!("`{v}` (CPUID 0x4000_0000)"),
+        (Some(true), None) => "yes, signature not read".into(),
+        (Some(false), _) => "none (CPUID.1:ECX[31] = 0)".into(),
+        (None, _) if m.facts.cpuinfo.has("hypervisor") => "yes (/proc/cpuinfo)".into(),
+        (None, _) => "unknown".into(),
+    }
+}
+
+/// The `umwait_control` files and their values, or why there are none.
+fn umwait_control_md(m: &Machine) -> String {
+    match &m.umwait_control {
+        Some(v) if !v.is_empty() => v
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => "absent (no /sys/devices/system/cpu/umwait_control)".into(),
+    }
+}
+
 impl Report {
     /// The tiers that are usable on this machine.
     pub fn usable_tiers(&self) -> Vec<Tier> {
@@ -266,94 +367,11 @@ impl Report {
     }
 
     fn machine_md(&self, w: &mut String) {
-        let m = &self.machine;
-        let c = &m.facts.cpuid;
-        let i = &m.facts.cpuinfo;
         let _ = writeln!(w, "## Machine\n\n| | |\n| --- | --- |");
-        let brand = c
-            .brand()
-            .or_else(|| i.model_name.clone())
-            .unwrap_or_else(|| "unknown".into());
-        let _ = writeln!(w, "| CPU (CPUID brand) | {} |", cell(&brand));
-        let _ = writeln!(
-            w,
-            "| vendor | {} |",
-            c.vendor().unwrap_or_else(|| "unknown".into())
-        );
-        let fms = match (c.family_model_stepping(), i.family_model_stepping) {
-            (Some((f, mo, s)), _) => format!("family {f:#x}, model {mo:#x}, stepping {s}"),
-            (None, Some((f, mo, s))) => format!("family {f}, model {mo}, stepping {s} (decimal)"),
-            (None, None) => "unknown".into(),
-        };
-        let _ = writeln!(w, "| family / model / stepping | {fms} |");
-        let _ = writeln!(
-            w,
-            "| microcode | {} |",
-            i.microcode.as_deref().unwrap_or("not readable")
-        );
-        let _ = writeln!(
-            w,
-            "| CPUID flags that matter | MONITOR {}, WAITPKG {}, MONITORX {}, invariant TSC {}, hypervisor {} |",
-            bit(c.monitor()),
-            bit(c.waitpkg()),
-            bit(c.monitorx()),
-            bit(c.invariant_tsc()),
-            bit(c.hypervisor_bit())
-        );
-        let (have, lack): (Vec<&str>, Vec<&str>) = super::machine::FLAGS_OF_INTEREST
-            .iter()
-            .partition(|f| i.has(f));
-        let _ = writeln!(
-            w,
-            "| /proc/cpuinfo flags | listed: {}; not listed: {} |",
-            if have.is_empty() {
-                "none".to_string()
-            } else {
-                have.join(" ")
-            },
-            if lack.is_empty() {
-                "none".to_string()
-            } else {
-                lack.join(" ")
-            }
-        );
-        let hv = match (c.hypervisor_bit(), c.hypervisor_vendor()) {
-            (Some(true), Some(v)) => format!("`{v}` (CPUID 0x4000_0000)"),
-            (Some(true), None) => "yes, signature not read".into(),
-            (Some(false), _) => "none (CPUID.1:ECX[31] = 0)".into(),
-            (None, _) if i.has("hypervisor") => "yes (/proc/cpuinfo)".into(),
-            (None, _) => "unknown".into(),
-        };
-        let _ = writeln!(w, "| hypervisor | {hv} |");
-        let _ = writeln!(
-            w,
-            "| kernel (`uname -r`) | {} |",
-            m.kernel.as_deref().unwrap_or("unknown")
-        );
-        let _ = writeln!(w, "| usable CPUs | {} |", m.usable_cpus);
-        let umc = match &m.umwait_control {
-            Some(v) if !v.is_empty() => v
-                .iter()
-                .map(|(k, v)| format!("{k} = {v}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            _ => "absent (no /sys/devices/system/cpu/umwait_control)".into(),
-        };
-        let _ = writeln!(w, "| umwait_control | {umc} |");
-        let _ = writeln!(
-            w,
-            "| /dev/mwait | {}; module {} |\n",
-            if m.facts.dev_mwait {
-                "present"
-            } else {
-                "absent"
-            },
-            if m.module_loaded {
-                "loaded"
-            } else {
-                "not loaded"
-            }
-        );
+        for (label, value) in machine_rows(&self.machine) {
+            let _ = writeln!(w, "| {label} | {value} |");
+        }
+        let _ = writeln!(w);
     }
 
     fn selection_md(&self, w: &mut String) {
@@ -582,182 +600,192 @@ impl Report {
 
     /// The JSON report: the same facts, machine-readable.
     pub fn json(&self) -> Json {
-        let m = &self.machine;
-        let c = &m.facts.cpuid;
-        let i = &m.facts.cpuinfo;
-        let s = |v: Option<String>| Json::opt(v, Json::Str);
-        let b = |v: Option<bool>| Json::opt(v, Json::Bool);
-        let num = |v: u32| Json::Num(f64::from(v));
-        let fms = c
-            .family_model_stepping()
-            .or(i.family_model_stepping)
-            .map(|(f, mo, st)| {
-                Json::obj([
-                    ("family", num(f)),
-                    ("model", num(mo)),
-                    ("stepping", num(st)),
-                ])
-            });
-        let machine = Json::obj([
-            ("brand", s(c.brand().or_else(|| i.model_name.clone()))),
-            ("vendor", s(c.vendor())),
-            ("family_model_stepping", fms.unwrap_or(Json::Null)),
-            ("microcode", s(i.microcode.clone())),
-            (
-                "cpuid",
-                Json::obj([
-                    ("monitor", b(c.monitor())),
-                    ("waitpkg", b(c.waitpkg())),
-                    ("monitorx", b(c.monitorx())),
-                    ("invariant_tsc", b(c.invariant_tsc())),
-                    ("hypervisor", b(c.hypervisor_bit())),
-                ]),
-            ),
-            (
-                "cpuinfo_flags",
-                Json::obj(
-                    super::machine::FLAGS_OF_INTEREST
-                        .iter()
-                        .map(|f| (*f, Json::Bool(i.has(f)))),
-                ),
-            ),
-            ("hypervisor_vendor", s(c.hypervisor_vendor())),
-            ("kernel", s(m.kernel.clone())),
-            ("usable_cpus", Json::Num(m.usable_cpus as f64)),
-            (
-                "umwait_control",
-                Json::opt(m.umwait_control.clone(), |v| {
-                    Json::obj(v.into_iter().map(|(k, v)| (k, Json::Str(v))))
-                }),
-            ),
-            ("dev_mwait", Json::Bool(m.facts.dev_mwait)),
-            ("module_loaded", Json::Bool(m.module_loaded)),
-        ]);
-        let suite_json = |r: &SuiteRun| {
-            let st = self.steps.get(r.step);
-            Json::obj([
-                (
-                    "env",
-                    Json::obj(r.env.iter().map(|(k, v)| (k.clone(), Json::str(v)))),
-                ),
-                ("status", s(st.map(|s| s.status.clone()))),
-                (
-                    "passed",
-                    Json::opt(r.counts, |c| Json::Num(f64::from(c.passed))),
-                ),
-                (
-                    "failed",
-                    Json::opt(r.counts, |c| Json::Num(f64::from(c.failed))),
-                ),
-                (
-                    "failed_tests",
-                    Json::Arr(r.failed_tests.iter().map(Json::str).collect()),
-                ),
-            ])
-        };
-        let sel_json = |sel: &Option<SuiteSelection>| {
-            Json::opt(sel.as_ref(), |s| {
-                Json::obj([
-                    ("backend", Json::str(&s.backend)),
-                    ("reason", Json::str(&s.reason)),
-                    ("demoted", Json::opt(s.demoted.clone(), Json::Str)),
-                ])
-            })
-        };
-        let tiers = self
-            .tiers
+        let usable = self
+            .usable_tiers()
             .iter()
-            .map(|t| {
-                Json::obj([
-                    ("tier", Json::str(t.offer.tier.name())),
-                    ("offered", Json::Bool(t.offer.offered)),
-                    ("why", Json::str(&t.offer.why)),
-                    ("selection", sel_json(&t.selection)),
-                    (
-                        "self_test",
-                        Json::opt(t.self_test.as_ref(), |st| Json::str(st.describe())),
-                    ),
-                    ("suite", Json::opt(t.suite.as_ref(), suite_json)),
-                    ("usable", Json::Bool(t.usable(&self.steps))),
-                ])
-            })
+            .map(|t| Json::str(t.name()))
             .collect();
-        let probe = Json::obj([
-            (
-                "selection",
-                Json::opt(self.probe_selection.as_ref(), |p| {
-                    Json::obj([
-                        ("chosen", s(p.chosen.clone())),
-                        ("why", s(p.why.clone())),
-                        (
-                            "skipped",
-                            Json::Arr(p.skipped.iter().map(Json::str).collect()),
-                        ),
-                        ("default_policy", s(p.policy.clone())),
-                    ])
-                }),
-            ),
-            (
-                "sections",
-                Json::obj(
-                    self.probe_sections
-                        .iter()
-                        .map(|(t, b)| (t.clone(), Json::str(b))),
-                ),
-            ),
-        ]);
-        let bench = Json::opt(self.bench.as_ref(), |b| {
+        let tiers = self.tiers.iter().map(|t| self.tier_json(t)).collect();
+        let default_suite = Json::opt(self.default_suite.as_ref(), |(sel, run)| {
             Json::obj([
-                (
-                    "targets",
-                    Json::Arr(b.targets.iter().map(Json::str).collect()),
-                ),
-                ("summary", b.summary.clone().unwrap_or(Json::Null)),
-                ("summary_error", s(b.summary_error.clone())),
+                ("selection", selection_json(sel)),
+                ("suite", self.suite_json(run)),
             ])
         });
-        let steps = self
-            .steps
-            .iter()
-            .map(|st| {
-                Json::obj([
-                    ("name", Json::str(&st.name)),
-                    ("command", Json::str(&st.command)),
-                    ("status", Json::str(&st.status)),
-                    ("ok", Json::Bool(st.ok)),
-                    ("secs", Json::Num((st.secs * 10.0).round() / 10.0)),
-                    ("tail", Json::str(&st.tail)),
-                ])
-            })
-            .collect();
         Json::obj([
             ("generated_utc", Json::str(&self.generated_utc)),
             ("commit", Json::str(&self.commit)),
             ("total_secs", Json::Num(self.total_secs.round())),
-            (
-                "usable_tiers",
-                Json::Arr(
-                    self.usable_tiers()
-                        .iter()
-                        .map(|t| Json::str(t.name()))
-                        .collect(),
-                ),
-            ),
-            ("machine", machine),
+            ("usable_tiers", Json::Arr(usable)),
+            ("machine", machine_json(&self.machine)),
             ("tiers", Json::Arr(tiers)),
+            ("default_suite", default_suite),
+            ("insn_probe", opt_str(self.insn_probe.clone())),
+            ("probe", self.probe_json()),
+            ("bench", Json::opt(self.bench.as_ref(), bench_json)),
             (
-                "default_suite",
-                Json::opt(self.default_suite.as_ref(), |(sel, run)| {
-                    Json::obj([("selection", sel_json(sel)), ("suite", suite_json(run))])
-                }),
+                "steps",
+                Json::Arr(self.steps.iter().map(step_json).collect()),
             ),
-            ("insn_probe", s(self.insn_probe.clone())),
-            ("probe", probe),
-            ("bench", bench),
-            ("steps", Json::Arr(steps)),
-            ("cpuid_dump", s(self.cpuid_dump.clone())),
+            ("cpuid_dump", opt_str(self.cpuid_dump.clone())),
         ])
     }
+
+    /// One tier: its offer, its runs and whether it is usable.
+    fn tier_json(&self, t: &TierResult) -> Json {
+        Json::obj([
+            ("tier", Json::str(t.offer.tier.name())),
+            ("offered", Json::Bool(t.offer.offered)),
+            ("why", Json::str(&t.offer.why)),
+            ("selection", selection_json(&t.selection)),
+            (
+                "self_test",
+                Json::opt(t.self_test.as_ref(), |st| Json::str(st.describe())),
+            ),
+            ("suite", Json::opt(t.suite.as_ref(), |r| self.suite_json(r))),
+            ("usable", Json::Bool(t.usable(&self.steps))),
+        ])
+    }
+
+    /// One suite run, with the status of its step.
+    fn suite_json(&self, r: &SuiteRun) -> Json {
+        let st = self.steps.get(r.step);
+        Json::obj([
+            (
+                "env",
+                Json::obj(r.env.iter().map(|(k, v)| (k.clone(), Json::str(v)))),
+            ),
+            ("status", opt_str(st.map(|s| s.status.clone()))),
+            (
+                "passed",
+                Json::opt(r.counts, |c| Json::Num(f64::from(c.passed))),
+            ),
+            (
+                "failed",
+                Json::opt(r.counts, |c| Json::Num(f64::from(c.failed))),
+            ),
+            (
+                "failed_tests",
+                Json::Arr(r.failed_tests.iter().map(Json::str).collect()),
+            ),
+        ])
+    }
+
+    /// The probe's selection, read, and its sections as printed.
+    fn probe_json(&self) -> Json {
+        let selection = Json::opt(self.probe_selection.as_ref(), |p| {
+            Json::obj([
+                ("chosen", opt_str(p.chosen.clone())),
+                ("why", opt_str(p.why.clone())),
+                (
+                    "skipped",
+                    Json::Arr(p.skipped.iter().map(Json::str).collect()),
+                ),
+                ("default_policy", opt_str(p.policy.clone())),
+            ])
+        });
+        let sections = self
+            .probe_sections
+            .iter()
+            .map(|(t, b)| (t.clone(), Json::str(b)));
+        Json::obj([("selection", selection), ("sections", Json::obj(sections))])
+    }
+}
+
+/// A string, or `null` when absent.
+fn opt_str(v: Option<String>) -> Json {
+    Json::opt(v, Json::Str)
+}
+
+/// A boolean, or `null` when unknown.
+fn opt_bool(v: Option<bool>) -> Json {
+    Json::opt(v, Json::Bool)
+}
+
+/// The machine: CPU identity, the CPUID and `/proc/cpuinfo` flags, the OS facts.
+fn machine_json(m: &Machine) -> Json {
+    let c = &m.facts.cpuid;
+    let i = &m.facts.cpuinfo;
+    let cpuid = Json::obj([
+        ("monitor", opt_bool(c.monitor())),
+        ("waitpkg", opt_bool(c.waitpkg())),
+        ("monitorx", opt_bool(c.monitorx())),
+        ("invariant_tsc", opt_bool(c.invariant_tsc())),
+        ("hypervisor", opt_bool(c.hypervisor_bit())),
+    ]);
+    let cpuinfo_flags = super::machine::FLAGS_OF_INTEREST
+        .iter()
+        .map(|f| (*f, Json::Bool(i.has(f))));
+    let umwait_control = Json::opt(m.umwait_control.clone(), |v| {
+        Json::obj(v.into_iter().map(|(k, v)| (k, Json::Str(v))))
+    });
+    Json::obj([
+        ("brand", opt_str(c.brand().or_else(|| i.model_name.clone()))),
+        ("vendor", opt_str(c.vendor())),
+        ("family_model_stepping", family_model_stepping_json(m)),
+        ("microcode", opt_str(i.microcode.clone())),
+        ("cpuid", cpuid),
+        ("cpuinfo_flags", Json::obj(cpuinfo_flags)),
+        ("hypervisor_vendor", opt_str(c.hypervisor_vendor())),
+        ("kernel", opt_str(m.kernel.clone())),
+        ("usable_cpus", Json::Num(m.usable_cpus as f64)),
+        ("umwait_control", umwait_control),
+        ("dev_mwait", Json::Bool(m.facts.dev_mwait)),
+        ("module_loaded", Json::Bool(m.module_loaded)),
+    ])
+}
+
+/// Family, model and stepping from CPUID, else from `/proc/cpuinfo`; `null` when
+/// neither has them.
+fn family_model_stepping_json(m: &Machine) -> Json {
+    let num = |v: u32| Json::Num(f64::from(v));
+    let fms = m
+        .facts
+        .cpuid
+        .family_model_stepping()
+        .or(m.facts.cpuinfo.family_model_stepping);
+    Json::opt(fms, |(f, mo, st)| {
+        Json::obj([
+            ("family", num(f)),
+            ("model", num(mo)),
+            ("stepping", num(st)),
+        ])
+    })
+}
+
+/// A `hw_tiers` selection line, read; `null` when there was none.
+fn selection_json(sel: &Option<SuiteSelection>) -> Json {
+    Json::opt(sel.as_ref(), |s| {
+        Json::obj([
+            ("backend", Json::str(&s.backend)),
+            ("reason", Json::str(&s.reason)),
+            ("demoted", Json::opt(s.demoted.clone(), Json::Str)),
+        ])
+    })
+}
+
+/// The quick benchmark: its targets and `summary.json` as read.
+fn bench_json(b: &Bench) -> Json {
+    Json::obj([
+        (
+            "targets",
+            Json::Arr(b.targets.iter().map(Json::str).collect()),
+        ),
+        ("summary", b.summary.clone().unwrap_or(Json::Null)),
+        ("summary_error", opt_str(b.summary_error.clone())),
+    ])
+}
+
+/// One sub-step, its seconds rounded to a tenth.
+fn step_json(st: &StepRecord) -> Json {
+    Json::obj([
+        ("name", Json::str(&st.name)),
+        ("command", Json::str(&st.command)),
+        ("status", Json::str(&st.status)),
+        ("ok", Json::Bool(st.ok)),
+        ("secs", Json::Num((st.secs * 10.0).round() / 10.0)),
+        ("tail", Json::str(&st.tail)),
+    ])
 }
 
 /// The report's last section: how to send it.

@@ -14,7 +14,7 @@ pub(crate) enum Parked {
 }
 
 /// What detection on *this* CPU reports about the x86 wait instructions: the proof
-/// that the capability tokens of [`x86`] ask for. Implemented by `Capabilities`,
+/// that the capability tokens of [`x86`](super::x86) ask for. Implemented by `Capabilities`,
 /// which answers true only for the capabilities that `Capabilities::detect` found
 /// (a caller's edited or recorded copy proves nothing).
 // Only the real tokens of `x86_64.rs` read it.

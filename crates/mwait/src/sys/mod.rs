@@ -128,42 +128,44 @@ pub(crate) const HAS_X86_WAITS: bool = x86::AVAILABLE;
 /// Whether this build can talk to the `/dev/mwait` kernel shim.
 pub(crate) const HAS_DEV_MWAIT: bool = dev_mwait::AVAILABLE;
 
-/// Sleeping in the kernel until another thread changes a word, and the barrier that
-/// makes announcing such a sleeper cheap for notifiers.
-///
-/// The contract every platform file meets:
-///
-/// - [`Queue`]: per-word state that a platform may keep beside the word (the loom
-///   model keeps its sleep queue there); zero-sized where the kernel keys sleepers by
-///   address. `Queue::new` is a `const fn` outside the loom model.
-/// - [`wait`]`(queue, word, expected, deadline_ns, shared) -> Parked`: sleeps while
-///   `word` holds `expected`, until woken by [`wake`], until the monotonic clock of
-///   [`clock::now_ns`] reaches `deadline_ns` (absolute; `None`: no deadline), or for
-///   no reason at all. The comparison with `expected` and the decision to sleep must
-///   be atomic with respect to [`wake`] (a store followed by a `wake` that lands
-///   between our caller's last check and our sleep must not be lost). Returns
-///   [`Parked::TimedOut`] only once the deadline has passed, [`Parked::Changed`] when
-///   it found the word unequal to `expected` and never slept (where it can tell), and
-///   [`Parked::Woken`] otherwise; the caller re-checks after either. A platform with
-///   no sleep may return `Woken` at once (after yielding the CPU).
-/// - [`wake`]`(queue, word, n, shared) -> usize`: wakes up to `n` sleepers of `word`
-///   (`u32::MAX`: all); returns how many it woke where the platform says, else 0.
-///   `shared`: the word lives in memory shared between processes (a non-private
-///   futex, say); the same flag is passed to `wait` and `wake` of one word.
-/// - [`waiter_barrier`]: the waiter's half of the barrier between announcing a
-///   sleeper and re-checking the word (see `protocol.rs`): a `SeqCst` fence at
-///   least; something heavier (`membarrier`) where [`begin_light_store`] can return
-///   true.
-/// - [`prepare`]: settles the one-time set-up of [`waiter_barrier`] (`membarrier`
-///   registration), so that a child of `fork()` never finds it half done.
-/// - [`begin_light_store`]: whether notifiers may order their store to `word` before
-///   their look at the sleeper count with a compiler barrier alone, in the one load
-///   the notify path makes. It may return true only after every later
-///   [`waiter_barrier`] is a process-wide barrier (every CPU running a thread of this
-///   process executes a full barrier before it returns). Where it says yes it may
-///   also prepare the line for the store (a PREFETCHW on Linux x86-64), which orders
-///   nothing.
 pub(crate) mod park {
+    //! Sleeping in the kernel until another thread changes a word, and the barrier that
+    //! makes announcing such a sleeper cheap for notifiers.
+    //!
+    //! The contract every platform file meets:
+    //!
+    //! - [`Queue`]: per-word state that a platform may keep beside the word (the loom
+    //!   model keeps its sleep queue there); zero-sized where the kernel keys sleepers by
+    //!   address. `Queue::new` is a `const fn` outside the loom model.
+    //! - [`wait`]`(queue, word, expected, deadline_ns, shared) -> Parked`: sleeps while
+    //!   `word` holds `expected`, until woken by [`wake`], until the monotonic clock of
+    //!   [`clock::now_ns`](super::clock::now_ns) reaches `deadline_ns` (absolute; `None`:
+    //!   no deadline), or for no reason at all. The comparison with `expected` and the
+    //!   decision to sleep must be atomic with respect to [`wake`] (a store followed by a
+    //!   `wake` that lands between our caller's last check and our sleep must not be lost).
+    //!   Returns [`Parked::TimedOut`] only once the deadline has passed,
+    //!   [`Parked::Changed`] when it found the word unequal to `expected` and never slept
+    //!   (where it can tell), and [`Parked::Woken`] otherwise; the caller re-checks after
+    //!   either. A platform with no sleep may return `Woken` at once (after yielding the
+    //!   CPU).
+    //! - [`wake`]`(queue, word, n, shared) -> usize`: wakes up to `n` sleepers of `word`
+    //!   (`u32::MAX`: all); returns how many it woke where the platform says, else 0.
+    //!   `shared`: the word lives in memory shared between processes (a non-private
+    //!   futex, say); the same flag is passed to `wait` and `wake` of one word.
+    //! - [`waiter_barrier`]: the waiter's half of the barrier between announcing a
+    //!   sleeper and re-checking the word (see `protocol.rs`): a `SeqCst` fence at
+    //!   least; something heavier (`membarrier`) where [`begin_light_store`] can return
+    //!   true.
+    //! - [`prepare`]: settles the one-time set-up of [`waiter_barrier`] (`membarrier`
+    //!   registration), so that a child of `fork()` never finds it half done.
+    //! - [`begin_light_store`]: whether notifiers may order their store to `word` before
+    //!   their look at the sleeper count with a compiler barrier alone, in the one load
+    //!   the notify path makes. It may return true only after every later
+    //!   [`waiter_barrier`] is a process-wide barrier (every CPU running a thread of this
+    //!   process executes a full barrier before it returns). Where it says yes it may
+    //!   also prepare the line for the store (a PREFETCHW on Linux x86-64), which orders
+    //!   nothing.
+
     pub(crate) use super::contract::Parked;
     pub(crate) use super::platform::{
         begin_light_store, prepare, wait, waiter_barrier, wake, Queue,
