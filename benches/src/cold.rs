@@ -362,12 +362,29 @@ fn interleaved_with_pause(
 }
 
 /// The waiter's CPU and wake latency under a store every ~1 ms, pinned.
+///
+/// Beside a futex pair that runs at the same time in this same process, its producer
+/// on the same CPU and its stores half a gap apart (the two waiters are awake a few
+/// % of the time each, so they rarely meet): `cpu_vs_futex` compares the two waiters'
+/// CPU times over the same seconds. A waiter's CPU time per wake is mostly the
+/// kernel's and the hypervisor's wake-up path, which moves with the host's load
+/// within seconds (from 10 to 20 us of CPU per wake here); compared across children
+/// run one after the other, that moved the ratio from 0.8x to 1.3x between runs of
+/// one build, and slices of one child alternating between the two (a fresh waiter
+/// each) still moved a futex-against-futex ratio by 30 %.
 fn long_wait(make: Make, budget: Duration) -> Measures {
-    let mut p =
-        scenarios::slow_producer_pinned(make, Duration::from_millis(1), budget, Some((0, 1)));
+    let gap = Duration::from_millis(1);
+    let futex = impls::by_name("futex").expect("futex is a known mechanism");
+    let beside =
+        thread::spawn(move || scenarios::slow_producer_pinned(futex, gap, budget, Some((0, 1))));
+    thread::sleep(gap / 2);
+    let mut p = scenarios::slow_producer_pinned(make, gap, budget, Some((0, 1)));
+    let f = beside.join().expect("the futex pair beside does not panic");
     let mut m = Measures::default();
     m.push("waiter_cpu", p.waiter_cpu);
     m.push("wake_p50_ns", stats(&mut p.wake_ns).p50);
+    m.push("futex_waiter_cpu", f.waiter_cpu);
+    m.push("cpu_vs_futex", p.waiter_cpu / f.waiter_cpu);
     m
 }
 
