@@ -11,7 +11,7 @@
 use crate::impls::{self, Make};
 use crate::scenarios::{self, PingPong};
 use crate::stats;
-use mwait_support::{duration_ns, sample_batches_for};
+use mwait_support::duration_ns;
 use std::fmt;
 use std::thread;
 use std::time::Duration;
@@ -250,7 +250,7 @@ fn run(scenario: &str, name: &str, amount: &str) -> Result<Measures, String> {
 /// The first [`FIRST`] round trips and the steady state after them (p50 of each).
 ///
 /// Where the comparison is with a PAUSE loop (the ping-pongs on two CPUs), the steady
-/// phase alternates slices of [`SLICE`] between the mechanism and a PAUSE ping-pong
+/// phase alternates slices of [`scenarios::SLICE`] between the mechanism and a PAUSE ping-pong
 /// in this same process, on the same CPUs (a PAUSE loop has no state to warm, so it
 /// is as cold as it will ever be), each PAUSE slice before the mechanism's: each
 /// ratio then compares the two within a few ms. On a virtual machine the host moves
@@ -272,21 +272,21 @@ fn pingpong(make: Make, scenario: Scenario, budget: Duration) -> Measures {
     let mut budget = budget;
     if scenario == Scenario::AfterPause {
         budget /= 2;
-        round_trips(&mut pp, Duration::MAX, FIRST_SAMPLES);
-        round_trips(&mut pp, budget, MAX_SAMPLES);
+        scenarios::round_trips(&mut pp, Duration::MAX, FIRST_SAMPLES);
+        scenarios::round_trips(&mut pp, budget, MAX_SAMPLES);
         thread::sleep(MID_RUN_PAUSE);
     }
-    let mut first = round_trips(&mut pp, Duration::MAX, FIRST_SAMPLES);
+    let mut first = scenarios::round_trips(&mut pp, Duration::MAX, FIRST_SAMPLES);
     let mut m = Measures::default();
     let first_p50 = stats(&mut first).p50;
     m.push("first_p50_ns", first_p50);
     if scenario == Scenario::SameCpu {
-        let mut steady = round_trips(&mut pp, budget, MAX_SAMPLES);
+        let mut steady = scenarios::round_trips(&mut pp, budget, MAX_SAMPLES);
         m.push("steady_p50_ns", stats(&mut steady).p50);
         m.push("steady_samples", steady.len() as f64);
         return m;
     }
-    let s = interleaved_with_pause(&mut pp, pins, budget);
+    let s = scenarios::interleaved_with_pause(&mut pp, pins, budget);
     m.push("steady_p50_ns", s.steady_p50);
     m.push("steady_samples", s.samples as f64);
     m.push("pause_steady_p50_ns", s.pause_p50);
@@ -298,68 +298,6 @@ fn pingpong(make: Make, scenario: Scenario, budget: Duration) -> Measures {
 /// Samples of [`crate::ROUND_TRIP_BATCH`] round trips each, [`FIRST`] round trips'
 /// worth.
 const FIRST_SAMPLES: usize = (FIRST / crate::ROUND_TRIP_BATCH) as usize;
-
-/// One slice of the interleaved steady phase (see [`pingpong`]).
-pub const SLICE: Duration = Duration::from_millis(10);
-
-/// Up to `n` samples of `pp`'s round trips within `budget`, each the mean of
-/// [`crate::ROUND_TRIP_BATCH`] round trips.
-fn round_trips(pp: &mut PingPong, budget: Duration, n: usize) -> Vec<u64> {
-    sample_batches_for(budget, n, crate::ROUND_TRIP_BATCH, || pp.round_trip())
-}
-
-/// What the interleaved steady phase measured.
-struct Interleaved {
-    /// The mechanism's p50 over all its slices.
-    steady_p50: f64,
-    samples: usize,
-    /// The PAUSE ping-pong's p50 over all its slices, and the median of its slices'
-    /// p50s.
-    pause_p50: f64,
-    pause_slice_p50: f64,
-    /// The median over slice pairs of the mechanism's p50 over the PAUSE loop's.
-    median_ratio: f64,
-}
-
-/// `budget` of slices, alternately of a fresh PAUSE ping-pong on `pins` and of `pp`
-/// (whose partner waits, parked or spinning as the mechanism does, meanwhile).
-fn interleaved_with_pause(
-    pp: &mut PingPong,
-    pins: Option<(usize, usize)>,
-    budget: Duration,
-) -> Interleaved {
-    let pause = impls::by_name("pause").expect("the PAUSE ping-pong is a known mechanism");
-    let end = std::time::Instant::now() + budget;
-    let (mut mine_all, mut pause_all) = (Vec::new(), Vec::new());
-    let (mut ratios, mut pause_p50s) = (Vec::new(), Vec::new());
-    loop {
-        let mut theirs = {
-            let mut p = PingPong::start_with(pause, pins, Duration::ZERO);
-            round_trips(&mut p, SLICE, MAX_SAMPLES)
-        };
-        // Dropping the PAUSE ping-pong unpinned this thread: back to its CPU.
-        if let Some((cpu, _)) = pins {
-            mwait_support::pin_to_cpu(cpu);
-        }
-        let mut mine = round_trips(pp, SLICE, MAX_SAMPLES);
-        let p = stats(&mut theirs).p50;
-        pause_p50s.push(p);
-        ratios.push(stats(&mut mine).p50 / p);
-        mine_all.extend(mine);
-        pause_all.extend(theirs);
-        if std::time::Instant::now() >= end {
-            break;
-        }
-    }
-    let samples = mine_all.len();
-    Interleaved {
-        steady_p50: stats(&mut mine_all).p50,
-        samples,
-        pause_p50: stats(&mut pause_all).p50,
-        pause_slice_p50: crate::median(&pause_p50s),
-        median_ratio: crate::median(&ratios),
-    }
-}
 
 /// The waiter's CPU and wake latency under a store every ~1 ms, pinned.
 ///
@@ -373,13 +311,14 @@ fn interleaved_with_pause(
 /// one build, and slices of one child alternating between the two (a fresh waiter
 /// each) still moved a futex-against-futex ratio by 30 %.
 fn long_wait(make: Make, budget: Duration) -> Measures {
-    let gap = Duration::from_millis(1);
     let futex = impls::by_name("futex").expect("futex is a known mechanism");
-    let beside =
-        thread::spawn(move || scenarios::slow_producer_pinned(futex, gap, budget, Some((0, 1))));
-    thread::sleep(gap / 2);
-    let mut p = scenarios::slow_producer_pinned(make, gap, budget, Some((0, 1)));
-    let f = beside.join().expect("the futex pair beside does not panic");
+    let (mut p, f) = scenarios::slow_producers_beside(
+        make,
+        futex,
+        Duration::from_millis(1),
+        budget,
+        Some((0, 1)),
+    );
     let mut m = Measures::default();
     m.push("waiter_cpu", p.waiter_cpu);
     m.push("wake_p50_ns", stats(&mut p.wake_ns).p50);

@@ -22,7 +22,8 @@ pub enum Placement {
 }
 
 impl Placement {
-    fn cpus(self) -> (usize, usize) {
+    /// The CPUs of the timed thread and of its partner.
+    pub fn cpus(self) -> (usize, usize) {
         match self {
             Placement::TwoCpus => (0, 1),
             Placement::SameCpu => (0, 0),
@@ -108,6 +109,9 @@ impl Drop for PingPong {
         unpin();
     }
 }
+
+/// Round trips a warm ping-pong runs before it is measured.
+pub const WARMUP_ROUND_TRIPS: u32 = 200;
 
 /// Round-trip samples (ns) of `make` for `budget` after `warmup` round trips.
 pub fn pingpong(make: Make, placement: Placement, budget: Duration, warmup: u32) -> Vec<u64> {
@@ -250,6 +254,26 @@ impl SlowProducer {
 /// A producer that sleeps `gap` between stores and a waiter that waits for each.
 pub fn slow_producer(make: Make, gap: Duration, duration: Duration) -> SlowProducer {
     slow_producer_pinned(make, gap, duration, None)
+}
+
+/// Two [`slow_producer_pinned`] pairs at the same time: `beside`'s in a thread of its
+/// own, `make`'s on the calling thread, its stores half a `gap` after the other's.
+/// Returns `(make's, beside's)`. Both waiters are awake a few % of the time each, so
+/// they rarely meet, and whatever the host's wake-up path costs in those seconds it
+/// costs both: the way to compare two waiters' CPU times on a machine whose wake-ups
+/// move with its neighbours' load.
+pub fn slow_producers_beside(
+    make: Make,
+    beside: Make,
+    gap: Duration,
+    duration: Duration,
+    pins: Option<(usize, usize)>,
+) -> (SlowProducer, SlowProducer) {
+    let other = thread::spawn(move || slow_producer_pinned(beside, gap, duration, pins));
+    thread::sleep(gap / 2);
+    let mine = slow_producer_pinned(make, gap, duration, pins);
+    let theirs = other.join().expect("the pair beside does not panic");
+    (mine, theirs)
 }
 
 /// [`slow_producer`] with the producer (the calling thread) and the waiter pinned
@@ -474,4 +498,75 @@ pub fn async_pingpong<S: AsyncSignal>(budget: Duration) -> Vec<u64> {
         partner.await.unwrap();
         out
     })
+}
+
+/// Up to `n` samples of `pp`'s round trips within `budget`, each the mean of
+/// [`crate::ROUND_TRIP_BATCH`] round trips.
+pub fn round_trips(pp: &mut PingPong, budget: Duration, n: usize) -> Vec<u64> {
+    sample_batches_for(budget, n, crate::ROUND_TRIP_BATCH, || pp.round_trip())
+}
+
+/// What [`interleaved_with_pause`] measured.
+pub struct Interleaved {
+    /// The mechanism's p50 over all its slices.
+    pub steady_p50: f64,
+    /// The mechanism's samples over all its slices.
+    pub samples: usize,
+    /// The PAUSE ping-pong's p50 over all its slices.
+    pub pause_p50: f64,
+    /// The median of the PAUSE slices' p50s.
+    pub pause_slice_p50: f64,
+    /// The median over slice pairs of the mechanism's p50 over the PAUSE loop's.
+    pub median_ratio: f64,
+}
+
+/// The most samples one slice keeps (a 10 ms slice holds far fewer).
+const SLICE_SAMPLES_MAX: usize = 1_000_000;
+
+/// One slice of [`interleaved_with_pause`].
+pub const SLICE: Duration = Duration::from_millis(10);
+
+/// `budget` of slices, alternately of a fresh PAUSE ping-pong on `pins` and of `pp`
+/// (whose partner waits, parked or spinning as the mechanism does, meanwhile), each
+/// PAUSE slice before the mechanism's: each ratio compares the two within a few ms.
+/// On a virtual machine the host moves the two vCPUs between placements (one core,
+/// one cache complex, two) within a fraction of a second, and the round trip of
+/// either mechanism moves by up to 8x with it; measured far apart, two mechanisms
+/// are compared at different placements as often as not.
+pub fn interleaved_with_pause(
+    pp: &mut PingPong,
+    pins: Option<(usize, usize)>,
+    budget: Duration,
+) -> Interleaved {
+    let pause = crate::impls::by_name("pause").expect("the PAUSE ping-pong is a known mechanism");
+    let end = std::time::Instant::now() + budget;
+    let (mut mine_all, mut pause_all) = (Vec::new(), Vec::new());
+    let (mut ratios, mut pause_p50s) = (Vec::new(), Vec::new());
+    loop {
+        let mut theirs = {
+            let mut p = PingPong::start_with(pause, pins, Duration::ZERO);
+            round_trips(&mut p, SLICE, SLICE_SAMPLES_MAX)
+        };
+        // Dropping the PAUSE ping-pong unpinned this thread: back to its CPU.
+        if let Some((cpu, _)) = pins {
+            mwait_support::pin_to_cpu(cpu);
+        }
+        let mut mine = round_trips(pp, SLICE, SLICE_SAMPLES_MAX);
+        let p = crate::stats(&mut theirs).p50;
+        pause_p50s.push(p);
+        ratios.push(crate::stats(&mut mine).p50 / p);
+        mine_all.extend(mine);
+        pause_all.extend(theirs);
+        if std::time::Instant::now() >= end {
+            break;
+        }
+    }
+    let samples = mine_all.len();
+    Interleaved {
+        steady_p50: crate::stats(&mut mine_all).p50,
+        samples,
+        pause_p50: crate::stats(&mut pause_all).p50,
+        pause_slice_p50: crate::median(&pause_p50s),
+        median_ratio: crate::median(&ratios),
+    }
 }

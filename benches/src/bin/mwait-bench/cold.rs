@@ -175,7 +175,7 @@ fn in_process_table(o: &mut Out, runs: &ColdRuns) {
          p50 ratios; first {}: against the median PAUSE slice), so that both sides of a \
          ratio share the host's placement of the vCPUs, which moves between runs. The \
          cold pingpong targets are judged on these.\n",
-        cold::SLICE.as_millis(),
+        mwait_benches::scenarios::SLICE.as_millis(),
         cold::FIRST
     );
     md!(o, "| scenario | impl | first {} / PAUSE | steady / PAUSE | steady ratio range across rounds |", cold::FIRST);

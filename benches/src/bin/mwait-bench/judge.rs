@@ -77,9 +77,10 @@ pub fn ratio_target(
     )
 }
 
-/// A target on ratios each cold child measured in its own process (the mechanism
-/// beside a PAUSE loop interleaved with it, `mwait_benches::cold`): "`what`: median
-/// of N rounds 1.05x (0.98–1.12x)".
+/// A target on ratios measured side by side inside one process, one per round (a
+/// cold child's mechanism against the PAUSE loop interleaved with it, a waiter
+/// against a futex waiter running beside it): "`what`: median of N rounds 1.05x
+/// (0.98–1.12x)".
 pub fn in_process_target(
     what: &str,
     ratios: &[f64],
@@ -89,7 +90,7 @@ pub fn in_process_target(
     let (lo, hi) = min_max(ratios);
     (
         format!(
-            "{what}: {m:.2}x, the median of {} rounds, each a ratio measured inside one cold process (range {lo:.2}–{hi:.2}x)",
+            "{what}: {m:.2}x, the median of {} rounds, each a ratio of two mechanisms measured side by side in one process (range {lo:.2}–{hi:.2}x)",
             ratios.len()
         ),
         Verdict::of(!ratios.is_empty() && holds(m)),
