@@ -250,17 +250,13 @@ fn run(scenario: &str, name: &str, amount: &str) -> Result<Measures, String> {
 /// The first [`FIRST`] round trips and the steady state after them (p50 of each).
 ///
 /// Where the comparison is with a PAUSE loop (the ping-pongs on two CPUs), the steady
-/// phase alternates slices of [`scenarios::SLICE`] between the mechanism and a PAUSE ping-pong
-/// in this same process, on the same CPUs (a PAUSE loop has no state to warm, so it
-/// is as cold as it will ever be), each PAUSE slice before the mechanism's: each
-/// ratio then compares the two within a few ms. On a virtual machine the host moves
-/// the two vCPUs between placements (one core, one cache complex, two) within a
-/// fraction of a second, and the round trip of either mechanism moves by up to 8x
-/// with it: two children run one after the other compared placements as often as
-/// mechanisms. `steady_vs_pause` is the median of the slice pairs' ratios,
-/// `first_vs_pause` compares the first [`FIRST`] round trips with the median of the
-/// PAUSE slices (unpinned, a PAUSE slice whose two threads the scheduler put on one
-/// CPU takes milliseconds per round trip: one slice alone is no baseline).
+/// phase alternates slices between the mechanism and a PAUSE ping-pong pinned to
+/// CPUs 0 and 1 in this same process ([`scenarios::interleaved_with_pause`], which
+/// says why; a PAUSE loop has no state to warm, so it is as cold as it will ever
+/// be): two children run one after the other compared the host's placements of the
+/// vCPUs as often as mechanisms. `steady_vs_pause` is the median of the slice pairs'
+/// ratios, `first_vs_pause` compares the first [`FIRST`] round trips with the median
+/// of the PAUSE slices.
 fn pingpong(make: Make, scenario: Scenario, budget: Duration) -> Measures {
     let (pins, delay) = match scenario {
         Scenario::Unpinned => (None, Duration::ZERO),

@@ -526,8 +526,13 @@ const SLICE_SAMPLES_MAX: usize = 1_000_000;
 /// One slice of [`interleaved_with_pause`].
 pub const SLICE: Duration = Duration::from_millis(10);
 
-/// `budget` of slices, alternately of a fresh PAUSE ping-pong on `pins` and of `pp`
-/// (whose partner waits, parked or spinning as the mechanism does, meanwhile), each
+/// `budget` of slices, alternately of a fresh PAUSE ping-pong on CPUs 0 and 1 and of
+/// `pp`, whose threads run on `pins` (`None`: where the scheduler puts them) and
+/// whose partner waits meanwhile, parked or spinning as the mechanism does. The
+/// PAUSE pair is pinned whatever `pins` says: a fresh unpinned pair often starts
+/// both threads on one CPU (a new thread starts beside its parent) and spends a
+/// whole 10 ms slice there at milliseconds per round trip, which is no baseline; so
+/// an unpinned mechanism is compared with the best PAUSE placement. Each
 /// PAUSE slice before the mechanism's: each ratio compares the two within a few ms.
 /// On a virtual machine the host moves the two vCPUs between placements (one core,
 /// one cache complex, two) within a fraction of a second, and the round trip of
@@ -544,10 +549,10 @@ pub fn interleaved_with_pause(
     let (mut ratios, mut pause_p50s) = (Vec::new(), Vec::new());
     loop {
         let mut theirs = {
-            let mut p = PingPong::start_with(pause, pins, Duration::ZERO);
+            let mut p = PingPong::start_with(pause, Some((0, 1)), Duration::ZERO);
             round_trips(&mut p, SLICE, SLICE_SAMPLES_MAX)
         };
-        // Dropping the PAUSE ping-pong unpinned this thread: back to its CPU.
+        // Dropping the PAUSE ping-pong unpinned this thread: back to `pins`.
         if let Some((cpu, _)) = pins {
             mwait_support::pin_to_cpu(cpu);
         }

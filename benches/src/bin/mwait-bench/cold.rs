@@ -170,7 +170,7 @@ fn in_process_table(o: &mut Out, runs: &ColdRuns) {
     md!(
         o,
         "Each ping-pong child on two CPUs also interleaves its steady phase, {} ms slices \
-         at a time, with a PAUSE ping-pong on the same CPUs in the same process; the \
+         at a time, with a PAUSE ping-pong on CPUs 0 and 1 (pinned in the unpinned variant too) in the same process; the \
          ratios below are taken inside each child (steady: the median of the slices' \
          p50 ratios; first {}: against the median PAUSE slice), so that both sides of a \
          ratio share the host's placement of the vCPUs, which moves between runs. The \
