@@ -6,8 +6,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::thread::Thread;
 
-/// Raw spin on a load.
+/// Raw spin on a load. Its word, like PAUSE's, sits alone on a 128-byte pair of
+/// lines, as a `WaitCell`'s value does: two flags allocated side by side could share
+/// a line (or a prefetched pair) in one run and not in the next, which moved a PAUSE
+/// ping-pong's round trip by a quarter between two pairs in one process.
 #[derive(Default)]
+#[repr(align(128))]
 pub struct Spin(AtomicU32);
 impl Signal for Spin {
     fn set(&self, v: u32) {
@@ -23,8 +27,9 @@ impl Signal for Spin {
     }
 }
 
-/// Spin with PAUSE.
+/// Spin with PAUSE (alone on a 128-byte pair of lines: see [`Spin`]).
 #[derive(Default)]
+#[repr(align(128))]
 pub struct Pause(AtomicU32);
 impl Signal for Pause {
     fn set(&self, v: u32) {
