@@ -48,6 +48,9 @@ pub enum Verdict {
     /// Past its bound, but by no more than chance explains (see [`matched_target`]).
     Tie,
     Missed,
+    /// Nothing to judge: the measurement is missing (its bench was left out with
+    /// `--only`, or every child that measures it failed).
+    NoMeasurement,
 }
 
 impl Verdict {
@@ -56,6 +59,16 @@ impl Verdict {
             Verdict::Holds
         } else {
             Verdict::Missed
+        }
+    }
+
+    /// [`Verdict::of`], or [`Verdict::NoMeasurement`] where `value` is NaN (what a
+    /// median of nothing is).
+    pub fn on(value: f64, holds: bool) -> Verdict {
+        if value.is_nan() {
+            Verdict::NoMeasurement
+        } else {
+            Verdict::of(holds)
         }
     }
 }
@@ -73,7 +86,7 @@ pub fn ratio_target(
             "{what}: {m:.2}x, the median of {} paired rounds (range {lo:.2}–{hi:.2}x)",
             a.len().min(b.len())
         ),
-        Verdict::of(holds(m)),
+        Verdict::on(m, holds(m)),
     )
 }
 
@@ -93,7 +106,7 @@ pub fn in_process_target(
             "{what}: {m:.2}x, the median of {} rounds, each a ratio of two mechanisms measured side by side in one process (range {lo:.2}–{hi:.2}x)",
             ratios.len()
         ),
-        Verdict::of(!ratios.is_empty() && holds(m)),
+        Verdict::on(m, holds(m)),
     )
 }
 
@@ -119,7 +132,7 @@ pub fn matched_target(
     if matched.is_empty() {
         return (
             format!("{what}: no round placed both pairs alike ({all})"),
-            Verdict::of(holds(um)),
+            Verdict::on(um, holds(um)),
         );
     }
     let m = median(matched);

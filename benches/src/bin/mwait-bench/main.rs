@@ -203,7 +203,7 @@ fn main() {
         cold: cold_starts(&mut o, &ctx),
     };
     async_pingpong(&mut o, &ctx);
-    targets_section(&mut o, &targets(&m));
+    targets_section(&mut o, &targets(&m), ctx.only.as_deref());
     // Only now, after every measurement, is mwait asked what it detected and chose.
     let caps = mwait::Capabilities::detect();
     let sel = mwait::selection();
@@ -774,7 +774,7 @@ fn targets(m: &Measured) -> Vec<(String, Verdict)> {
         ),
         (
             format!("notify <= 5 ns: {:.2} ns", nget("waitcell")),
-            Verdict::of(nget("waitcell") <= 5.0),
+            Verdict::on(nget("waitcell"), nget("waitcell") <= 5.0),
         ),
         (
             format!(
@@ -782,7 +782,8 @@ fn targets(m: &Measured) -> Vec<(String, Verdict)> {
                 nget("atomic-wait") / nget("waitcell"),
                 nget("std-condvar") / nget("waitcell")
             ),
-            Verdict::of(
+            Verdict::on(
+                nget("atomic-wait") + nget("std-condvar") + nget("waitcell"),
                 nget("atomic-wait") >= 45.0 * nget("waitcell")
                     && nget("std-condvar") >= 45.0 * nget("waitcell"),
             ),
@@ -816,7 +817,10 @@ fn targets(m: &Measured) -> Vec<(String, Verdict)> {
                 bget("waitcell"),
                 bget("std-barrier")
             ),
-            Verdict::of(bget("waitcell") < bget("std-barrier")),
+            Verdict::on(
+                bget("waitcell") + bget("std-barrier"),
+                bget("waitcell") < bget("std-barrier"),
+            ),
         ),
     ]
     .into_iter()
@@ -825,7 +829,7 @@ fn targets(m: &Measured) -> Vec<(String, Verdict)> {
 }
 
 /// The targets with their verdicts and the count that hold.
-fn targets_section(o: &mut Out, targets: &[(String, Verdict)]) {
+fn targets_section(o: &mut Out, targets: &[(String, Verdict)], only: Option<&str>) {
     md!(
         o,
         "## Targets (WaitCell default policy)\n\nWarm ones first, then the same targets \
@@ -836,21 +840,33 @@ fn targets_section(o: &mut Out, targets: &[(String, Verdict)]) {
             Verdict::Holds => "HOLDS:",
             Verdict::Tie => "TIE (past the bound by no more than chance explains):",
             Verdict::Missed => "MISSED:",
+            Verdict::NoMeasurement if only.is_some() => "NOT RUN (outside --only):",
+            Verdict::NoMeasurement => "MISSED (no measurement: see the failed runs above):",
         };
         md!(o, "- {label} {t}");
     }
     let count = |v: Verdict| targets.iter().filter(|t| t.1 == v).count();
     let ties = count(Verdict::Tie);
+    let not_run = if only.is_some() {
+        count(Verdict::NoMeasurement)
+    } else {
+        0
+    };
     md!(
         o,
-        "\n{} of {} targets hold in this run{}.",
+        "\n{} of {} targets hold in this run{}{}.",
         count(Verdict::Holds),
-        targets.len(),
+        targets.len() - not_run,
         if ties > 0 {
             format!(
                 "; {ties} more {}, not counted as holding",
                 if ties == 1 { "is a tie" } else { "are ties" }
             )
+        } else {
+            String::new()
+        },
+        if not_run > 0 {
+            format!(" ({not_run} more not run: outside --only)")
         } else {
             String::new()
         }
