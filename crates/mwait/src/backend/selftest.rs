@@ -823,9 +823,11 @@ mod tests {
     #[test]
     fn simulated_real_monitor_is_kept() {
         let r = verdict(&SimMonitor::real()).expect("a real monitor passes");
-        // Its one counted early return (the 7th episode) is among the ten no-store
-        // waits, and tolerated.
-        assert_eq!(r.early, (1, 2 * TIMER_TRIES));
+        // Its one early return (the 7th episode) is among the ten no-store waits, and
+        // tolerated. It counts when it lasts under half its timer, which a return at
+        // once may not under Miri, whose clock runs with the other tests' threads.
+        assert!(r.early.0 <= 1, "{r:?}");
+        assert_eq!(r.early.1, 2 * TIMER_TRIES);
     }
 
     #[test]
