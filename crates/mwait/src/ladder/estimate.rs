@@ -310,14 +310,21 @@ std::thread_local! {
 /// no clock and leave the cell's wake stamp, which the notifier wrote, alone.
 #[inline]
 pub(crate) fn wake_sample_due() -> bool {
-    let due = PARKS_SINCE_SAMPLE
+    one_in(&PARKS_SINCE_SAMPLE, WAKE_SAMPLE_EVERY) || WAKE.young()
+}
+
+/// Counts one event in `count`, a thread's count since its last sampled event:
+/// whether this one is sampled (the first, then one in `every`). False once the
+/// thread's locals are gone (a wait in a thread-local destructor).
+#[inline]
+fn one_in(count: &'static std::thread::LocalKey<Cell<u32>>, every: u32) -> bool {
+    count
         .try_with(|c| {
             let k = c.get();
-            c.set(if k + 1 >= WAKE_SAMPLE_EVERY { 0 } else { k + 1 });
+            c.set(if k + 1 >= every { 0 } else { k + 1 });
             k == 0
         })
-        .unwrap_or(false);
-    due || WAKE.young()
+        .unwrap_or(false)
 }
 
 /// The spin tier, at the end of a spin that read the clock more than once: `rounds`
@@ -325,14 +332,7 @@ pub(crate) fn wake_sample_due() -> bool {
 /// [`SPIN_ROUND`] by one spin in [`SPIN_SAMPLE_EVERY`] of each thread (its first
 /// included).
 pub(crate) fn offer_spin_rounds(rounds: u32, elapsed_ns: u64) {
-    let due = SPINS_SINCE_SAMPLE
-        .try_with(|c| {
-            let k = c.get();
-            c.set(if k + 1 >= SPIN_SAMPLE_EVERY { 0 } else { k + 1 });
-            k == 0
-        })
-        .unwrap_or(false);
-    if due {
+    if one_in(&SPINS_SINCE_SAMPLE, SPIN_SAMPLE_EVERY) {
         if let Some(s) = spin_round_sample(rounds, elapsed_ns) {
             SPIN_ROUND.record(s);
             if let Some(r) = SPIN_ROUND.get() {
