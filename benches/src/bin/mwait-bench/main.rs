@@ -93,24 +93,55 @@ mod cold;
 use cold::{ColdBudget, ColdRuns};
 
 /// The command line: `[--quick] [--out DIR] [--only BENCH]`.
+#[derive(Debug)]
 struct Options {
     quick: bool,
     out_dir: String,
     only: Option<String>,
 }
 
+/// The benches `--only` can name.
+const BENCHES: [&str; 8] = [
+    "pingpong",
+    "same_cpu",
+    "notify",
+    "long_wait",
+    "interference",
+    "barrier",
+    "cold",
+    "async",
+];
+
 impl Options {
-    fn parse(args: &[String]) -> Options {
-        let value = |flag: &str| {
-            args.iter()
-                .position(|a| a == flag)
-                .and_then(|i| args.get(i + 1).cloned())
+    /// The options, or why the command line is not one: an unknown argument, a
+    /// flag without its value, or a bench `--only` does not know (a full run takes
+    /// minutes, so a typo must not start one).
+    fn parse(args: &[String]) -> Result<Options, String> {
+        let mut o = Options {
+            quick: false,
+            out_dir: "target/mwait-bench".into(),
+            only: None,
         };
-        Options {
-            quick: args.iter().any(|a| a == "--quick"),
-            out_dir: value("--out").unwrap_or_else(|| "target/mwait-bench".into()),
-            only: value("--only"),
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            let mut value = || it.next().cloned().ok_or(format!("{a} needs a value"));
+            match a.as_str() {
+                "--quick" => o.quick = true,
+                "--out" => o.out_dir = value()?,
+                "--only" => {
+                    let b = value()?;
+                    if !BENCHES.contains(&b.as_str()) {
+                        return Err(format!(
+                            "--only {b}: no such bench (one of {})",
+                            BENCHES.join(", ")
+                        ));
+                    }
+                    o.only = Some(b);
+                }
+                other => return Err(format!("unknown argument `{other}`")),
+            }
         }
+        Ok(o)
     }
 }
 
@@ -179,7 +210,14 @@ fn main() {
         }
         return;
     }
-    let opts = Options::parse(&args);
+    let opts = Options::parse(&args).unwrap_or_else(|e| {
+        eprintln!(
+            "mwait-bench: {e}\nusage: mwait-bench [--quick] [--out DIR] [--only BENCH] \
+             (or {} SCENARIO IMPL AMOUNT, {TIERS_ARG})",
+            mwait_benches::cold::COLD_ARG
+        );
+        std::process::exit(2);
+    });
     let ctx = Ctx {
         b: Budgets::new(if opts.quick { 1 } else { FULL_SCALE }),
         all: implementations(),
@@ -737,6 +775,9 @@ fn barrier(o: &mut Out, ctx: &Ctx) -> Vec<(String, f64)> {
 
 /// Round trips between two tokio tasks, WaitCell futures against tokio's Notify.
 fn async_pingpong(o: &mut Out, ctx: &Ctx) {
+    if !ctx.runs("async") {
+        return;
+    }
     eprintln!("async ...");
     md!(
         o,
@@ -896,4 +937,31 @@ fn write_files(
     std::fs::write(format!("{out_dir}/pingpong.svg"), svg(&o.svg_series)).unwrap();
     print!("{}", o.md);
     eprintln!("wrote {out_dir}/report.md, summary.json, pingpong.svg");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Options, String> {
+        Options::parse(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn the_command_line_takes_its_flags_and_refuses_anything_else() {
+        let o = parse(&["--quick", "--out", "d", "--only", "cold"]).unwrap();
+        assert!(o.quick);
+        assert_eq!((o.out_dir.as_str(), o.only.as_deref()), ("d", Some("cold")));
+        let o = parse(&[]).unwrap();
+        assert!(!o.quick && o.only.is_none());
+        assert_eq!(o.out_dir, "target/mwait-bench");
+        // A typo must not start a full run of several minutes.
+        assert!(parse(&["--version"])
+            .unwrap_err()
+            .contains("unknown argument"));
+        assert!(parse(&["--out"]).unwrap_err().contains("needs a value"));
+        assert!(parse(&["--only", "pingpong-pinned"])
+            .unwrap_err()
+            .contains("no such bench"));
+    }
 }
