@@ -1,5 +1,5 @@
-//! [`WaitCell`]: a 32-bit value on its own monitor line with the waiter-state word
-//! beside it; its constructors, writers and `wait_*` entry points, and the inline
+//! [`WaitCell`]: a 32-bit value alone on its monitor line with the waiter-state word
+//! at the start of the next line; its constructors, writers and `wait_*` entry points, and the inline
 //! spin that runs before the ladder.
 //!
 //! The ordering argument behind the writers and the park is in `protocol.rs` ("Notes
@@ -18,13 +18,15 @@ use std::fmt;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-/// The rest of the cell, on the next lines: read by waiters, written only by waiters
-/// (and the wake stamp, on the notify slow path). The statistics are eight 32-bit
-/// counters, so the cell stays 256 bytes, and they sit at offset 128, in the second
-/// 128-byte pair of lines: a waiter writes them on every wait, and the line beside
-/// the monitor line (in its 128-byte pair, which adjacent-line prefetchers fetch
-/// together into the notifier's cache) is kept to what waiters mostly read.
-#[repr(C, align(64))]
+/// The rest of the cell, after the state word on the line that follows the monitor
+/// line: read by waiters, written only by waiters (and the wake stamp, on the notify
+/// slow path). The statistics are eight 32-bit counters, so the cell stays 256 bytes,
+/// and they sit past offset 128, in the second 128-byte pair of lines: a waiter
+/// writes them on every wait, and the line beside the monitor line (in its 128-byte
+/// pair, which adjacent-line prefetchers fetch together into the notifier's cache,
+/// and where the notifier reads `state` on every notify) is kept to what waiters
+/// mostly read.
+#[repr(C)]
 struct WaiterLine {
     adapt: Adaptive,
     policy: WaitPolicy,
@@ -661,5 +663,16 @@ mod tests {
         let stats = offset_of!(WaitCell, waiters) + offset_of!(WaiterLine, stats);
         assert!(stats >= 128, "{stats}");
         assert_eq!(size_of::<WaitCell>(), 256);
+    }
+
+    #[test]
+    fn the_value_is_alone_on_its_line_and_the_state_word_starts_the_next() {
+        let cell = WaitCell::new(0);
+        let base = std::ptr::from_ref(&cell) as usize;
+        assert_eq!(base % 128, 0);
+        assert_eq!(std::ptr::from_ref(cell.as_atomic()) as usize, base);
+        assert_eq!(offset_of!(WaitCell, line), 0);
+        assert_eq!(size_of::<MonitorLine>(), 68);
+        assert!(offset_of!(WaitCell, waiters) >= 68);
     }
 }

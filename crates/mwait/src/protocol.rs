@@ -8,9 +8,15 @@
 //! nothing from the notifier but its store (a spinner re-loads the line; a monitor armed
 //! on the line is woken by the write itself), and parked waiters, which sleep in the
 //! kernel and need a `futex_wake`. The notifier must not pay for that system call when
-//! nobody is parked, so parked waiters announce themselves in `state`, on the *same*
-//! line as `value` (the notifier's load of `state` then hits the line its own store
-//! just took exclusive: one store and one L1 load when nobody is parked).
+//! nobody is parked, so parked waiters announce themselves in `state`, which sits on
+//! the line after `value`'s: one store and one load when nobody is parked, and the
+//! load hits a line the notifier only reads, which stays in its cache while nobody
+//! parks. (On `value`'s own line the load waited for the line's transfer to the
+//! notifier's core, the one its store needs anyway, before the notifier could go on:
+//! in a ping-pong between two cores of the development guest that was 10–18 ns of a
+//! 95–105 ns round trip, against 0–2 ns with `state` on its own line; `hop_cost`,
+//! docs/default-policy.md section 6. A hardware monitor armed on `value`'s line is
+//! also no longer woken by announcements.)
 //!
 //! The protocol is the classic store-buffering (Dekker) pair:
 //!
@@ -59,12 +65,13 @@
 //! that membarrier(2) documents (a compiler barrier on the fast path, membarrier on
 //! the slow path, in place of a full barrier on both).
 //!
-//! On Linux x86-64 the light notifier first issues a PREFETCHW on the line, where the
-//! CPU has it (`sys::park::begin_light_store`). It is a hint that orders nothing and
-//! writes nothing, so the argument above is unchanged; it only keeps load (2), which
-//! the CPU may run before store (1) commits, from fetching the line shared and store
-//! (1) from fetching it a second time to own it, one line transfer per hop of a
-//! ping-pong between cores.
+//! On Linux x86-64 the light notifier first issues a PREFETCHW on `value`'s line,
+//! where the CPU has it (`sys::park::begin_light_store`). It is a hint that orders
+//! nothing and writes nothing, so the argument above is unchanged; it asks for the
+//! line exclusively as early as possible. (It was added when `state` shared the
+//! line, to keep load (2), which the CPU may run before store (1) commits, from
+//! fetching the line shared and store (1) from fetching it a second time; with
+//! `state` on its own line it was kept, as measured with it.)
 //!
 //! On Windows `FlushProcessWriteBuffers` plays the part of `membarrier`: it
 //! interrupts every CPU running a thread of this process and returns once each has
@@ -179,12 +186,18 @@ const SHARED_SLOW: u32 = 0x4000_0000;
 // Bit 31 of `state`, `ASYNC_REGISTERED`, says async waiters have armed wakers; the
 // registry owns it (`registry.rs`).
 
-/// The cache line the monitor watches: the value and the waiter-state word, nothing
-/// else, so that only writes that matter wake a hardware waiter.
-#[repr(C, align(64))]
+/// The cache line the monitor watches, with the value alone on it, so that only
+/// writes that matter wake a hardware waiter, and the waiter-state word at the start
+/// of the next line (see "Notes about memory ordering" for why not on the same one).
+/// The cell aligns it to 128 bytes; the rest of the next line is the cell's waiter
+/// line.
+#[repr(C)]
 pub(crate) struct MonitorLine {
     /// The cell's value.
     pub(crate) value: AtomicU32,
+    /// The rest of `value`'s 64-byte line (the line size every current x86 CPU
+    /// reports in CPUID leaf 5).
+    _rest_of_line: [u32; 15],
     /// Parked waiters (`PARKED_MASK`) and the `FENCED`, `SHARED_SLOW` and
     /// `ASYNC_REGISTERED` bits.
     state: AtomicU32,
@@ -253,6 +266,7 @@ impl MonitorLine {
         pub(crate) fn new(value: u32, shared: bool) -> MonitorLine {
             MonitorLine {
                 value: AtomicU32::new(value),
+                _rest_of_line: [0; 15],
                 state: AtomicU32::new(if shared { SHARED_SLOW } else { 0 }),
             }
         }
@@ -448,6 +462,12 @@ mod tests {
     struct Quiet;
     impl OnWake for Quiet {
         fn parked_woken(&self) {}
+    }
+
+    #[test]
+    fn the_state_word_starts_the_line_after_the_value() {
+        assert_eq!(std::mem::offset_of!(MonitorLine, value), 0);
+        assert_eq!(std::mem::offset_of!(MonitorLine, state), 64);
     }
 
     #[test]
