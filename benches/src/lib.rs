@@ -14,14 +14,16 @@ use mwait_support::nearest_rank;
 use std::future::Future;
 
 /// Round trips per latency sample of the ping-pong scenarios (warm and cold): each
-/// sample is the mean of this many consecutive round trips. One clock reading per
-/// round trip cannot resolve the 1.1x targets near a PAUSE loop's 100-300 ns: the
-/// 2-vCPU AMD guest's TSC, and so `Instant`, advances in steps of 26 cycles (10 ns),
-/// and a reading costs 20-30 ns, both a tenth of a round trip there. With 4 round
-/// trips per sample both shrink to a quarter (2.5 ns, under 2 % of such a round
-/// trip), and a median over samples still ignores a rare slow round trip (one in 8
-/// round trips could spoil a quarter of the samples before the median moved).
-pub const ROUND_TRIP_BATCH: u32 = 4;
+/// sample is the mean of this many consecutive round trips, with one pair of clock
+/// readings around them. The rule: the readings (20–30 ns each on the 2-vCPU AMD
+/// guest, whose TSC also steps by 26 cycles, 10 ns) cost at most a few % of a sample
+/// whose round trips take ~100 ns, the fastest PAUSE ping-pong seen. One reading per
+/// round trip could not resolve the 1.1x targets; and the readings are work the
+/// timed thread does between round trips, which moved waitcell's ratio to PAUSE by
+/// more than they cost: with 4 round trips per sample 1.11–1.20x, with 16 1.05x,
+/// with 64 1.01–1.05x, in children run in turn (docs/default-policy.md, section 6).
+/// A median over samples still ignores a rare slow round trip.
+pub const ROUND_TRIP_BATCH: u32 = 16;
 
 /// A one-way, one-waiter signal of a growing `u32` counter.
 pub trait Signal: Send + Sync {
