@@ -192,91 +192,88 @@ fn detect_now() -> Capabilities {
     Capabilities::native(OsFacts::read())
 }
 
-/// Detection through CPUID, on the one architecture that has it.
+/// Detection through CPUID, on the one architecture that has it: the
+/// [`Capabilities`] constructors that read it, and the fields that take more than one
+/// CPUID bit.
 #[cfg(target_arch = "x86_64")]
-impl Capabilities {
-    /// Decodes the capabilities from a CPUID reader and OS facts. This is the pure part
-    /// of detection: tests feed it recorded CPUID dumps.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[cfg(target_arch = "x86_64")] {
-    /// use mwait::{Capabilities, OsFacts};
-    /// use mwait::raw_cpuid::CpuIdResult;
-    /// // A CPU that answers only leaf 0 and leaf 1, with WAITPKG nowhere.
-    /// let reader = |leaf: u32, _sub: u32| match leaf {
-    ///     0 => CpuIdResult { eax: 1, ebx: 0x756e_6547, ecx: 0x6c65_746e, edx: 0x4965_6e69 },
-    ///     1 => CpuIdResult { eax: 0x906ea, ebx: 0, ecx: 1 << 3, edx: 0 },
-    ///     _ => CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 },
-    /// };
-    /// let os = OsFacts { umwait_control: None, dev_mwait: false, usable_cpus: 4 };
-    /// let caps = Capabilities::from_cpuid(reader, os);
-    /// assert_eq!(caps.vendor, mwait::Vendor::Intel);
-    /// assert!(caps.monitor_mwait && !caps.waitpkg);
-    /// # }
-    /// ```
-    pub fn from_cpuid<R: raw_cpuid::CpuIdReader>(reader: R, os: OsFacts) -> Capabilities {
-        let raw = reader.clone();
-        let cpuid = raw_cpuid::CpuId::with_cpuid_reader(reader);
-        let max_leaf = raw.cpuid1(0).eax;
-        let max_ext = raw.cpuid1(0x8000_0000).eax;
-        let feat = cpuid.get_feature_info();
-        let hypervisor = feat.as_ref().is_some_and(|f| f.has_hypervisor());
-        let leaf5 = if max_leaf >= 5 {
-            cpuid.get_monitor_mwait_info()
-        } else {
-            None
-        };
-        Capabilities {
-            vendor: leaves::vendor(&cpuid),
-            brand: leaves::brand(&cpuid, max_ext),
-            family_model_stepping: feat
-                .as_ref()
-                .map_or((0, 0, 0), leaves::family_model_stepping),
-            hypervisor,
-            hypervisor_vendor: if hypervisor {
-                leaves::hypervisor_vendor(&raw)
+mod leaves {
+    use super::{sys, Capabilities, OsFacts, Vendor};
+
+    impl Capabilities {
+        /// Decodes the capabilities from a CPUID reader and OS facts. This is the pure part
+        /// of detection: tests feed it recorded CPUID dumps.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// # #[cfg(target_arch = "x86_64")] {
+        /// use mwait::{Capabilities, OsFacts};
+        /// use mwait::raw_cpuid::CpuIdResult;
+        /// // A CPU that answers only leaf 0 and leaf 1, with WAITPKG nowhere.
+        /// let reader = |leaf: u32, _sub: u32| match leaf {
+        ///     0 => CpuIdResult { eax: 1, ebx: 0x756e_6547, ecx: 0x6c65_746e, edx: 0x4965_6e69 },
+        ///     1 => CpuIdResult { eax: 0x906ea, ebx: 0, ecx: 1 << 3, edx: 0 },
+        ///     _ => CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 },
+        /// };
+        /// let os = OsFacts { umwait_control: None, dev_mwait: false, usable_cpus: 4 };
+        /// let caps = Capabilities::from_cpuid(reader, os);
+        /// assert_eq!(caps.vendor, mwait::Vendor::Intel);
+        /// assert!(caps.monitor_mwait && !caps.waitpkg);
+        /// # }
+        /// ```
+        pub fn from_cpuid<R: raw_cpuid::CpuIdReader>(reader: R, os: OsFacts) -> Capabilities {
+            let raw = reader.clone();
+            let cpuid = raw_cpuid::CpuId::with_cpuid_reader(reader);
+            let max_leaf = raw.cpuid1(0).eax;
+            let max_ext = raw.cpuid1(0x8000_0000).eax;
+            let feat = cpuid.get_feature_info();
+            let hypervisor = feat.as_ref().is_some_and(|f| f.has_hypervisor());
+            let leaf5 = if max_leaf >= 5 {
+                cpuid.get_monitor_mwait_info()
             } else {
                 None
-            },
-            monitor_mwait: feat.as_ref().is_some_and(|f| f.has_monitor_mwait()),
-            monitor_line: leaf5.as_ref().and_then(leaves::monitor_line),
-            mwait_substates: leaf5
-                .as_ref()
-                .and_then(|m| leaves::mwait_substates(m, &raw)),
-            mwait_interrupt_break: leaf5
-                .as_ref()
-                .is_some_and(|m| m.interrupts_as_break_event()),
-            waitpkg: max_leaf >= 7
-                && cpuid
-                    .get_extended_feature_info()
-                    .is_some_and(|f| f.has_waitpkg()),
-            monitorx: max_ext >= 0x8000_0001
-                && cpuid
-                    .get_extended_processor_and_feature_identifiers()
-                    .is_some_and(|f| f.has_monitorx_mwaitx()),
-            tsc_invariant: max_ext >= 0x8000_0007
-                && cpuid
-                    .get_advanced_power_mgmt_info()
-                    .is_some_and(|p| p.has_invariant_tsc()),
-            tsc_hz_cpuid: sys::cpuid::tsc_hz_from_cpuid(&raw),
-            umwait_control: os.umwait_control,
-            dev_mwait: os.dev_mwait,
-            usable_cpus: os.usable_cpus,
+            };
+            Capabilities {
+                vendor: vendor(&cpuid),
+                brand: brand(&cpuid, max_ext),
+                family_model_stepping: feat.as_ref().map_or((0, 0, 0), family_model_stepping),
+                hypervisor,
+                hypervisor_vendor: if hypervisor {
+                    hypervisor_vendor(&raw)
+                } else {
+                    None
+                },
+                monitor_mwait: feat.as_ref().is_some_and(|f| f.has_monitor_mwait()),
+                monitor_line: leaf5.as_ref().and_then(monitor_line),
+                mwait_substates: leaf5.as_ref().and_then(|m| mwait_substates(m, &raw)),
+                mwait_interrupt_break: leaf5
+                    .as_ref()
+                    .is_some_and(|m| m.interrupts_as_break_event()),
+                waitpkg: max_leaf >= 7
+                    && cpuid
+                        .get_extended_feature_info()
+                        .is_some_and(|f| f.has_waitpkg()),
+                monitorx: max_ext >= 0x8000_0001
+                    && cpuid
+                        .get_extended_processor_and_feature_identifiers()
+                        .is_some_and(|f| f.has_monitorx_mwaitx()),
+                tsc_invariant: max_ext >= 0x8000_0007
+                    && cpuid
+                        .get_advanced_power_mgmt_info()
+                        .is_some_and(|p| p.has_invariant_tsc()),
+                tsc_hz_cpuid: sys::cpuid::tsc_hz_from_cpuid(&raw),
+                umwait_control: os.umwait_control,
+                dev_mwait: os.dev_mwait,
+                usable_cpus: os.usable_cpus,
+            }
+        }
+
+        /// This CPU's capabilities.
+        pub(super) fn native(os: OsFacts) -> Capabilities {
+            Capabilities::from_cpuid(sys::cpuid::native_reader(), os)
         }
     }
 
-    /// This CPU's capabilities.
-    fn native(os: OsFacts) -> Capabilities {
-        Capabilities::from_cpuid(sys::cpuid::native_reader(), os)
-    }
-}
-
-/// The fields of [`Capabilities::from_cpuid`] that take more than one CPUID bit.
-#[cfg(target_arch = "x86_64")]
-mod leaves {
-    use super::Vendor;
     use raw_cpuid::{CpuId, CpuIdReader, FeatureInfo, MonitorMwaitInfo};
 
     /// The vendor named by leaf 0.
