@@ -128,6 +128,7 @@
 
 // The layers, top to bottom; a file imports only from layers below it, except that
 // detect.rs names the backends of backend/kind.rs, a leaf (see docs/architecture.md).
+pub mod atomic;
 mod backend;
 mod barrier;
 mod cell;

@@ -7,6 +7,9 @@
 //! two become [`HwWake::Yield`], so the ladder parks on the futex instead of holding a
 //! CPU the scheduler wants.
 //!
+//! The module compares 32 bits: a wait on a 64-bit word keeps the contract's default
+//! [`HardwareWait::wait_episode_u64`] (`Yield`) and goes on to park.
+//!
 //! Executed in a QEMU TCG guest only (where kernel MWAIT is a no-op); never timed.
 
 use super::{CState, HardwareWait, HwWake};

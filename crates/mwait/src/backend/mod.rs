@@ -37,12 +37,13 @@ pub(crate) mod umwait;
 pub use cstate::{CState, C0_2_MIN_LATENCY_NS, C1_MIN_LATENCY_NS};
 pub use kind::{Backend, ParseBackendError};
 
-use crate::primitive::AtomicU32;
+use crate::primitive::{AtomicU32, Ordering};
+use crate::sys::atomic64::AtomicU64;
 use std::fmt;
 
 /// Why one hardware-wait episode returned.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum HwWake {
+pub enum HwWake {
     /// The line was written, an interrupt arrived, or the wait ended for no stated
     /// reason: the value may have changed, re-check it.
     Woken,
@@ -56,13 +57,112 @@ pub(crate) enum HwWake {
 /// One episode of a hardware wait on `word`: the contract between the ladder's
 /// hardware tier and a mechanism (a real monitor, the loom stand-in, or a simulated
 /// monitor in a test).
-pub(crate) trait HardwareWait {
+pub trait HardwareWait {
     /// Waits while `word` holds `old`, until the line is written, an interrupt
     /// arrives, or the monotonic clock reaches `deadline_ns`, whichever is first.
     /// Implementations arm the monitor, re-load `word` and return `Woken` at once if it
     /// no longer holds `old` (the store may have landed before the arm), and only then
     /// wait. Returning early is always allowed.
     fn wait_episode(&self, word: &AtomicU32, old: u32, deadline_ns: u64, cstate: CState) -> HwWake;
+
+    /// [`wait_episode`](Self::wait_episode) on a 64-bit word: the monitor is armed on
+    /// its line and the re-check compares all 64 bits, so a change of the high half
+    /// alone wakes it. A tier that can only compare 32 bits (the kernel shim, which
+    /// checks the value itself) keeps this default, `Yield`: such a wait goes on to
+    /// park rather than sleep through a change it cannot see.
+    fn wait_episode_u64(
+        &self,
+        _word: &AtomicU64,
+        _old: u64,
+        _deadline_ns: u64,
+        _cstate: CState,
+    ) -> HwWake {
+        HwWake::Yield
+    }
+}
+
+/// A word the spin and hardware tiers watch: a 32-bit atomic (a `WaitCell`'s value or
+/// any `AtomicU32`) or a 64-bit one. Both tiers compare the whole word. (`pub` in a
+/// private module, as are [`HardwareWait`] and [`HwWake`], which it names: the
+/// supertrait of the public, sealed `atomic::Atomic`.)
+pub trait Watched {
+    /// The word's value.
+    type Bits: Copy + PartialEq;
+
+    /// An `Acquire` load of the word.
+    fn load_acquire(&self) -> Self::Bits;
+
+    /// One episode of `hw` on this word's line while it holds `old`.
+    fn episode(
+        &self,
+        hw: &impl HardwareWait,
+        old: Self::Bits,
+        deadline_ns: u64,
+        cstate: CState,
+    ) -> HwWake;
+}
+
+impl Watched for AtomicU32 {
+    type Bits = u32;
+
+    #[inline(always)]
+    fn load_acquire(&self) -> u32 {
+        self.load(Ordering::Acquire)
+    }
+
+    #[inline(always)]
+    fn episode(&self, hw: &impl HardwareWait, old: u32, deadline_ns: u64, c: CState) -> HwWake {
+        hw.wait_episode(self, old, deadline_ns, c)
+    }
+}
+
+impl Watched for AtomicU64 {
+    type Bits = u64;
+
+    #[inline(always)]
+    fn load_acquire(&self) -> u64 {
+        self.load(Ordering::Acquire)
+    }
+
+    #[inline(always)]
+    fn episode(&self, hw: &impl HardwareWait, old: u64, deadline_ns: u64, c: CState) -> HwWake {
+        hw.wait_episode_u64(self, old, deadline_ns, c)
+    }
+}
+
+/// A tier whose monitor is armed from user mode on any word's line (UMWAIT,
+/// MWAITX): one episode on `word`'s line, with `changed` as the re-check after the
+/// arm. It is a [`HardwareWait`] on 32- and 64-bit words alike.
+pub(crate) trait LineMonitor {
+    /// Arms the monitor on `word`'s line, returns `Woken` at once if `changed()`, else
+    /// waits until the line is written, an interrupt, or `deadline_ns`.
+    fn episode(
+        &self,
+        word: &impl crate::sys::x86::Watchable,
+        changed: impl Fn() -> bool,
+        deadline_ns: u64,
+        cstate: CState,
+    ) -> HwWake;
+}
+
+impl<T: LineMonitor> HardwareWait for T {
+    #[inline]
+    fn wait_episode(&self, word: &AtomicU32, old: u32, deadline_ns: u64, cstate: CState) -> HwWake {
+        let changed = || word.load(Ordering::Acquire) != old;
+        self.episode(word, changed, deadline_ns, cstate)
+    }
+
+    #[inline]
+    fn wait_episode_u64(
+        &self,
+        word: &AtomicU64,
+        old: u64,
+        deadline_ns: u64,
+        cstate: CState,
+    ) -> HwWake {
+        let changed = || word.load(Ordering::Acquire) != old;
+        self.episode(word, changed, deadline_ns, cstate)
+    }
 }
 
 /// The hardware tier in use, if any: a capability token (or the shim's handle) per
@@ -87,6 +187,22 @@ impl HardwareWait for HwTier {
             HwTier::Mwaitx(t) => t.wait_episode(word, old, deadline_ns, cstate),
             HwTier::Kernel(t) => t.wait_episode(word, old, deadline_ns, cstate),
             HwTier::Model(t) => t.wait_episode(word, old, deadline_ns, cstate),
+        }
+    }
+
+    #[inline]
+    fn wait_episode_u64(
+        &self,
+        word: &AtomicU64,
+        old: u64,
+        deadline_ns: u64,
+        cstate: CState,
+    ) -> HwWake {
+        match *self {
+            HwTier::Umwait(t) => t.wait_episode_u64(word, old, deadline_ns, cstate),
+            HwTier::Mwaitx(t) => t.wait_episode_u64(word, old, deadline_ns, cstate),
+            HwTier::Kernel(t) => t.wait_episode_u64(word, old, deadline_ns, cstate),
+            HwTier::Model(t) => t.wait_episode_u64(word, old, deadline_ns, cstate),
         }
     }
 }

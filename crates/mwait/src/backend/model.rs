@@ -2,8 +2,8 @@
 //! wait that may end spuriously at any point, which is all the contract promises.
 //! Outside the model its type is empty (see `sys::ModelHardware`).
 
-use super::{CState, HardwareWait, HwWake};
-use crate::primitive::AtomicU32;
+use super::{CState, HwWake, LineMonitor};
+use crate::sys::x86::Watchable;
 use crate::sys::{self, ModelHardware};
 
 /// The stand-in tier.
@@ -17,11 +17,11 @@ impl Model {
     }
 }
 
-impl HardwareWait for Model {
-    fn wait_episode(
+impl LineMonitor for Model {
+    fn episode(
         &self,
-        _word: &AtomicU32,
-        _old: u32,
+        _word: &impl Watchable,
+        _changed: impl Fn() -> bool,
         _deadline_ns: u64,
         _cstate: CState,
     ) -> HwWake {

@@ -17,10 +17,9 @@
 //! and 160 µs both last ~7 µs).
 //! Never timed on real hardware so far (see `docs/hardware-results.md`).
 
-use super::{CState, HardwareWait, HwWake};
-use crate::primitive::{AtomicU32, Ordering};
+use super::{CState, HwWake, LineMonitor};
 use crate::sys::clock::now_ns;
-use crate::sys::x86::{MonitorX, MWAITX_HINT_C0, MWAITX_HINT_C1};
+use crate::sys::x86::{MonitorX, Watchable, MWAITX_HINT_C0, MWAITX_HINT_C1};
 
 /// The MWAITX tier: the MONITORX token is all it needs.
 #[derive(Copy, Clone, Debug)]
@@ -42,17 +41,23 @@ pub(crate) fn episode_ticks(remaining_ticks: u64) -> u32 {
     u32::try_from(remaining_ticks).unwrap_or(u32::MAX).max(1)
 }
 
-impl HardwareWait for Mwaitx {
-    /// One episode: arm, re-check, wait.
-    #[inline]
-    fn wait_episode(&self, word: &AtomicU32, old: u32, deadline_ns: u64, cstate: CState) -> HwWake {
+impl LineMonitor for Mwaitx {
+    /// One episode on `word`'s line: arm, re-check with `changed`, wait.
+    #[inline(always)]
+    fn episode(
+        &self,
+        word: &impl Watchable,
+        changed: impl Fn() -> bool,
+        deadline_ns: u64,
+        cstate: CState,
+    ) -> HwWake {
         let now = now_ns();
         if now >= deadline_ns {
             return HwWake::Deadline;
         }
         let ticks = episode_ticks(self.0.ticks(deadline_ns - now));
         self.0.monitorx(word);
-        if word.load(Ordering::Acquire) != old {
+        if changed() {
             return HwWake::Woken;
         }
         self.0.mwaitx(hint(cstate), ticks);

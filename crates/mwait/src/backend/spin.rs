@@ -8,7 +8,8 @@
 //! [`TPAUSE_NS`] instead of a PAUSE: a timed pause whose length does not depend on the
 //! microarchitecture (PAUSE costs 10 cycles on some cores and 140 on others).
 
-use crate::primitive::{spin_hint, AtomicU32, Ordering, SPIN_ROUND_LOADS_CAP};
+use super::Watched;
+use crate::primitive::{spin_hint, SPIN_ROUND_LOADS_CAP};
 use crate::sys::clock::now_ns;
 use crate::sys::x86::Waitpkg;
 
@@ -54,9 +55,9 @@ pub(crate) const LOADS_PER_CLOCK_READ: u32 = 8;
 /// `until_ns` first), and its clock readings, from which the ladder learns what a
 /// round costs.
 #[derive(Copy, Clone, Debug)]
-pub(crate) struct Spun {
+pub(crate) struct Spun<V> {
     /// The value `pred` accepted, if it did.
-    pub(crate) value: Option<u32>,
+    pub(crate) value: Option<V>,
     /// How many rounds ended in a clock reading.
     pub(crate) rounds: u32,
     /// The last clock reading (meaningless when `rounds` is 0).
@@ -65,12 +66,12 @@ pub(crate) struct Spun {
 
 /// Spins until `pred` accepts the value or the clock passes `until_ns`.
 #[inline]
-pub(crate) fn spin_until(
-    word: &AtomicU32,
-    pred: &mut dyn FnMut(u32) -> bool,
+pub(crate) fn spin_until<W: Watched + ?Sized>(
+    word: &W,
+    pred: &mut dyn FnMut(W::Bits) -> bool,
     until_ns: u64,
     pause: Option<SpinPause>,
-) -> Spun {
+) -> Spun<W::Bits> {
     let tpause = tpause_ticks(pause);
     let (mut rounds, mut last_ns) = (0u32, 0u64);
     loop {
@@ -96,11 +97,11 @@ pub(crate) fn spin_until(
 /// One round of the spin without the clock: [`LOADS_PER_CLOCK_READ`] loads, each
 /// followed by a pause. Returns the value if `pred` accepted one.
 #[inline]
-pub(crate) fn spin_round(
-    word: &AtomicU32,
-    pred: &mut dyn FnMut(u32) -> bool,
+pub(crate) fn spin_round<W: Watched + ?Sized>(
+    word: &W,
+    pred: &mut dyn FnMut(W::Bits) -> bool,
     pause: Option<SpinPause>,
-) -> Option<u32> {
+) -> Option<W::Bits> {
     round(word, pred, tpause_ticks(pause))
 }
 
@@ -121,13 +122,13 @@ const ROUND_LOADS: u32 = if LOADS_PER_CLOCK_READ < SPIN_ROUND_LOADS_CAP {
 /// Up to [`LOADS_PER_CLOCK_READ`] loads (one in the loom model, which needs only to
 /// see the path), each followed by a pause.
 #[inline]
-fn round(
-    word: &AtomicU32,
-    pred: &mut dyn FnMut(u32) -> bool,
+fn round<W: Watched + ?Sized>(
+    word: &W,
+    pred: &mut dyn FnMut(W::Bits) -> bool,
     tpause: Option<(SpinPause, u64)>,
-) -> Option<u32> {
+) -> Option<W::Bits> {
     for _ in 0..ROUND_LOADS {
-        let v = word.load(Ordering::Acquire);
+        let v = word.load_acquire();
         if pred(v) {
             return Some(v);
         }

@@ -15,10 +15,9 @@
 //! `qemu-x86_64-static -cpu max` by `cargo xtask hw-test`; never timed on real
 //! hardware so far (see `docs/hardware-results.md`).
 
-use super::{CState, HardwareWait, HwWake};
-use crate::primitive::{AtomicU32, Ordering};
+use super::{CState, HwWake, LineMonitor};
 use crate::sys::clock::now_ns;
-use crate::sys::x86::{Waitpkg, WAITPKG_C0_1, WAITPKG_C0_2};
+use crate::sys::x86::{Waitpkg, Watchable, WAITPKG_C0_1, WAITPKG_C0_2};
 
 /// The UMWAIT tier: the WAITPKG token is all it needs.
 #[derive(Copy, Clone, Debug)]
@@ -33,10 +32,16 @@ pub(crate) fn ctrl(c: CState) -> u32 {
     }
 }
 
-impl HardwareWait for Umwait {
-    /// One episode: arm, re-check, wait.
-    #[inline]
-    fn wait_episode(&self, word: &AtomicU32, old: u32, deadline_ns: u64, cstate: CState) -> HwWake {
+impl LineMonitor for Umwait {
+    /// One episode on `word`'s line: arm, re-check with `changed`, wait.
+    #[inline(always)]
+    fn episode(
+        &self,
+        word: &impl Watchable,
+        changed: impl Fn() -> bool,
+        deadline_ns: u64,
+        cstate: CState,
+    ) -> HwWake {
         let now = now_ns();
         if now >= deadline_ns {
             return HwWake::Deadline;
@@ -44,7 +49,7 @@ impl HardwareWait for Umwait {
         let deadline_tsc = self.0.tsc_after(deadline_ns - now);
         self.0.umonitor(word);
         // The store may have landed before the monitor was armed: look once more.
-        if word.load(Ordering::Acquire) != old {
+        if changed() {
             return HwWake::Woken;
         }
         // CF=1 (the OS limit) needs nothing special: the ladder re-arms and waits

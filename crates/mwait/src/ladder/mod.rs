@@ -22,16 +22,18 @@ pub(crate) mod adapt;
 pub(crate) mod estimate;
 pub(crate) mod load;
 pub(crate) mod stats;
+pub(crate) mod word;
 
-use crate::backend::{spin, HardwareWait, HwWake};
+use crate::backend::{spin, HardwareWait, HwWake, Watched};
 use crate::detect::Capabilities;
 use crate::policy::{Resolved, WaitPolicy};
-use crate::primitive::{yield_now, AtomicU32, Ordering};
+use crate::primitive::yield_now;
 use crate::protocol::{MonitorLine, Sleepers};
 use crate::sys::clock::now_ns;
 use crate::sys::park::Parked;
 use adapt::Adaptive;
 use stats::CellStats;
+use word::{CellWord, ValueOf, Word};
 
 /// Length of one spin round of a waiter that never parks (`WaitPolicy::park(false)`
 /// or the spin backend), between two `sched_yield` calls.
@@ -51,19 +53,22 @@ const NO_PARK_SPIN_ROUND_NS: u64 = 50_000;
 /// assert!(r.is_timed_out());
 /// assert_eq!(r.value(), 7);
 /// ```
+///
+/// The waits of [`atomic`](crate::atomic) on an `AtomicU64` return a
+/// `WaitResult<u64>`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 #[must_use]
-pub enum WaitResult {
+pub enum WaitResult<V = u32> {
     /// The predicate held for this value.
-    Ready(u32),
+    Ready(V),
     /// The deadline passed first; the last value seen, for which the predicate was
     /// false.
-    TimedOut(u32),
+    TimedOut(V),
 }
 
-impl WaitResult {
+impl<V: Copy> WaitResult<V> {
     /// The value: the one that satisfied the predicate, or the last one seen.
-    pub const fn value(self) -> u32 {
+    pub const fn value(self) -> V {
         match self {
             WaitResult::Ready(v) | WaitResult::TimedOut(v) => v,
         }
@@ -75,7 +80,7 @@ impl WaitResult {
     }
 
     /// `Some(value)` when the predicate held.
-    pub const fn ready(self) -> Option<u32> {
+    pub const fn ready(self) -> Option<V> {
         match self {
             WaitResult::Ready(v) => Some(v),
             WaitResult::TimedOut(_) => None,
@@ -106,11 +111,12 @@ pub(crate) enum Ended {
     TimedOut,
 }
 
-/// How one wait ended: the value, where, and what the climb knew then.
+/// How one wait ended: the value (a cell's `u32` unless the word is another),
+/// where, and what the climb knew then.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Outcome {
+pub(crate) struct Outcome<V = u32> {
     /// The value returned.
-    pub(crate) value: u32,
+    pub(crate) value: V,
     /// Where the wait ended.
     pub(crate) ended: Ended,
     /// Whether this thread had just woken a parked partner (a hand-off spin).
@@ -119,10 +125,10 @@ pub(crate) struct Outcome {
     pub(crate) slept: bool,
 }
 
-impl Outcome {
+impl<V> Outcome<V> {
     /// A wait that ended before the ladder (at `Entry` or in the `Inline` spin).
     #[inline(always)]
-    pub(crate) const fn before_ladder(value: u32, ended: Ended) -> Outcome {
+    pub(crate) const fn before_ladder(value: V, ended: Ended) -> Outcome<V> {
         Outcome {
             value,
             ended,
@@ -131,6 +137,14 @@ impl Outcome {
         }
     }
 
+    /// Whether the deadline passed first (the predicate was false at the last look).
+    #[inline(always)]
+    pub(crate) fn timed_out(&self) -> bool {
+        self.ended == Ended::TimedOut
+    }
+}
+
+impl Outcome {
     /// What the caller gets.
     #[inline(always)]
     pub(crate) const fn result(self) -> WaitResult {
@@ -146,7 +160,7 @@ impl Outcome {
 /// statistics (`stats.rs`; a wait whose predicate held at the first look is not
 /// counted).
 #[inline(always)]
-pub(crate) fn end(stats: &CellStats, outcome: Outcome) -> Outcome {
+pub(crate) fn end<V>(stats: &CellStats, outcome: Outcome<V>) -> Outcome<V> {
     stats.record(outcome.ended);
     outcome
 }
@@ -160,9 +174,29 @@ pub(crate) struct Waiter<'a> {
     pub(crate) stats: &'a CellStats,
 }
 
+impl<'a> Waiter<'a> {
+    /// The cell's value as a ladder [`Word`].
+    #[inline(always)]
+    fn word(self) -> CellWord<'a> {
+        CellWord {
+            line: self.line,
+            sleepers: self.sleepers,
+        }
+    }
+}
+
+/// Where a wait learns and counts: the adaptive state and the counters of its cell
+/// (or, for a wait on a bare atomic, of its bucket in the waiter table).
+#[derive(Copy, Clone)]
+pub(crate) struct Learning<'a> {
+    pub(crate) adapt: &'a Adaptive,
+    pub(crate) stats: &'a CellStats,
+}
+
 /// What one climb of the ladder knows and learns on its way.
-struct Climb<'a> {
-    cell: Waiter<'a>,
+struct Climb<'a, W> {
+    word: W,
+    cell: Learning<'a>,
     pol: Resolved,
     /// Absolute deadline on the monotonic clock.
     deadline: Option<u64>,
@@ -183,11 +217,11 @@ struct Climb<'a> {
     slept: bool,
 }
 
-impl<'a> Climb<'a> {
+impl<'a, W: Word<'a>> Climb<'a, W> {
     /// Resolves the spin budget and whether spinning can help. The clock and the
     /// run-queue check are read only where a spin or a hardware wait may follow: a
     /// waiter that goes straight to park (a slow producer) pays for neither.
-    fn start(cell: Waiter<'a>, pol: Resolved, deadline: Option<u64>) -> Climb<'a> {
+    fn start(word: W, cell: Learning<'a>, pol: Resolved, deadline: Option<u64>) -> Climb<'a, W> {
         let handoff = adapt::take_woke();
         let spin_ns = match pol.adaptive {
             false => pol.spin_ns,
@@ -218,6 +252,7 @@ impl<'a> Climb<'a> {
             || load::spinning_could_help()
             || load::spinning_can_help(now_ns());
         Climb {
+            word,
             cell,
             pol,
             deadline,
@@ -231,8 +266,8 @@ impl<'a> Climb<'a> {
         }
     }
 
-    fn word(&self) -> &'a AtomicU32 {
-        &self.cell.line.value
+    fn word(&self) -> &'a W::Atomic {
+        self.word.atomic()
     }
 
     /// `t`, or the wait's deadline if that comes first.
@@ -244,7 +279,7 @@ impl<'a> Climb<'a> {
     /// for a spin to have caught it? Answered with the clock where the hardware tier
     /// ran, its start being read anyway, else by whether the waiter ever slept in the
     /// kernel), then [`end`].
-    fn finish(&self, value: u32, ended: Ended) -> Outcome {
+    fn finish(&self, value: ValueOf<'a, W>, ended: Ended) -> Outcome<ValueOf<'a, W>> {
         let learns = matches!(ended, Ended::Hardware | Ended::Park);
         if learns && self.pol.adaptive && !self.spun {
             let adapt = self.cell.adapt;
@@ -285,17 +320,31 @@ pub(crate) fn run(
     deadline: Option<u64>,
     policy: &WaitPolicy,
 ) -> Outcome {
-    let pol = policy.resolve();
-    let hw = pol.hw;
-    climb(cell, pred, deadline, pol, hw.as_ref())
+    let learning = Learning {
+        adapt: cell.adapt,
+        stats: cell.stats,
+    };
+    run_word(cell.word(), learning, pred, deadline, policy)
 }
 
-/// The ladder of [`run`] with `hw` as its hardware tier: the process's tier from
-/// [`run`], a simulated monitor (`backend/sim.rs`) in the tests, which is how the
-/// whole ladder is tested against monitors this machine does not have. The
-/// hardware tier runs when `hw` is given, `pol` grants it a budget and spinning
-/// can help.
-#[inline(always)]
+/// [`run`] on any [`Word`], learning and counting in `learning`.
+#[inline(never)]
+pub(crate) fn run_word<'a, W: Word<'a>>(
+    word: W,
+    learning: Learning<'a>,
+    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
+    deadline: Option<u64>,
+    policy: &WaitPolicy,
+) -> Outcome<ValueOf<'a, W>> {
+    let pol = policy.resolve();
+    let hw = pol.hw;
+    climb_word(word, learning, pred, deadline, pol, hw.as_ref())
+}
+
+/// The ladder of [`run`] on a cell with `hw` as its hardware tier: a simulated
+/// monitor (`backend/sim.rs`), which is how the tests run the whole ladder against
+/// monitors this machine does not have.
+#[cfg(test)]
 pub(crate) fn climb(
     cell: Waiter<'_>,
     pred: &mut dyn FnMut(u32) -> bool,
@@ -303,7 +352,26 @@ pub(crate) fn climb(
     pol: Resolved,
     hw: Option<&impl HardwareWait>,
 ) -> Outcome {
-    let mut climb = Climb::start(cell, pol, deadline);
+    let learning = Learning {
+        adapt: cell.adapt,
+        stats: cell.stats,
+    };
+    climb_word(cell.word(), learning, pred, deadline, pol, hw)
+}
+
+/// The ladder on any [`Word`] with `hw` as its hardware tier (the process's tier
+/// from [`run_word`], or a simulated monitor in the tests). The hardware tier runs
+/// when `hw` is given, `pol` grants it a budget and spinning can help.
+#[inline(always)]
+fn climb_word<'a, W: Word<'a>>(
+    word: W,
+    learning: Learning<'a>,
+    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
+    deadline: Option<u64>,
+    pol: Resolved,
+    hw: Option<&impl HardwareWait>,
+) -> Outcome<ValueOf<'a, W>> {
+    let mut climb = Climb::start(word, learning, pol, deadline);
     if let Some(v) = spin_tier(&mut climb, pred) {
         return climb.finish(v, Ended::Spin);
     }
@@ -317,7 +385,10 @@ pub(crate) fn climb(
 
 /// Tier 1: a bounded spin, skipped when the budget is 0 (or spinning cannot help).
 /// Records on the cell whether it caught the change.
-fn spin_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32> {
+fn spin_tier<'a, W: Word<'a>>(
+    c: &mut Climb<'a, W>,
+    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
+) -> Option<ValueOf<'a, W>> {
     if c.spin_ns == 0 {
         return None;
     }
@@ -361,26 +432,26 @@ fn spin_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32
 
 /// Tier 2: episodes of `hw` until the predicate holds, the tier's budget ends, or the
 /// tier yields the CPU.
-fn hardware_tier(
-    c: &mut Climb<'_>,
+fn hardware_tier<'a, W: Word<'a>>(
+    c: &mut Climb<'a, W>,
     hw: &impl HardwareWait,
-    pred: &mut dyn FnMut(u32) -> bool,
-) -> Option<u32> {
+    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
+) -> Option<ValueOf<'a, W>> {
     let t = now_ns();
     c.hw_start = Some(t);
     let until = c.cap(t.saturating_add(c.pol.hw_ns));
     let word = c.word();
     loop {
-        let v = word.load(Ordering::Acquire);
+        let v = word.load_acquire();
         if pred(v) {
             return Some(v);
         }
         if now_ns() >= until {
             return None;
         }
-        match hw.wait_episode(word, v, until, c.pol.cstate) {
+        match word.episode(hw, v, until, c.pol.cstate) {
             HwWake::Woken => {
-                if word.load(Ordering::Relaxed) == v {
+                if word.load_acquire() == v {
                     // Woken with nothing changed: a timer, an interrupt, another
                     // write to the line, a trapped instruction.
                     c.cell.stats.record_spurious_hardware();
@@ -394,10 +465,13 @@ fn hardware_tier(
 
 /// Tier 3: park until the predicate holds or the deadline passes (or, with parking
 /// off, spin in rounds and yield between them).
-fn park_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Outcome {
+fn park_tier<'a, W: Word<'a>>(
+    c: &mut Climb<'a, W>,
+    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
+) -> Outcome<ValueOf<'a, W>> {
     let word = c.word();
     loop {
-        let v = word.load(Ordering::Acquire);
+        let v = word.load_acquire();
         if pred(v) {
             return c.finish(v, Ended::Park);
         }
@@ -415,12 +489,12 @@ fn park_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Outcome {
         adapt.note_caught(false);
         // The clock is read around the sleep only on the parks that measure it.
         let parked_ns = estimate::wake_sample_due().then(now_ns);
-        match c.cell.line.park(c.cell.sleepers, &mut *pred, c.deadline) {
+        match c.word.park(&mut *pred, c.deadline) {
             Ok(v) => return c.finish(v, Ended::Park),
             Err(Parked::Woken) => {
                 c.slept = true;
                 if let Some(parked_ns) = parked_ns {
-                    let stamp = c.cell.sleepers.wake_stamp();
+                    let stamp = c.word.wake_stamp();
                     let _ = estimate::offer_wake(stamp, parked_ns, now_ns());
                 }
             }
@@ -428,7 +502,7 @@ fn park_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Outcome {
             // measure.
             Err(Parked::Changed) => {}
             Err(Parked::TimedOut) => {
-                let v = word.load(Ordering::Acquire);
+                let v = word.load_acquire();
                 let ended = if pred(v) {
                     Ended::AtDeadline
                 } else {
@@ -442,7 +516,10 @@ fn park_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Outcome {
 
 /// One round of a waiter that never parks: spin, then give the CPU back, so that a
 /// partner waiting for this CPU gets it at least between rounds.
-fn no_park_round(c: &Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32> {
+fn no_park_round<'a, W: Word<'a>>(
+    c: &Climb<'a, W>,
+    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
+) -> Option<ValueOf<'a, W>> {
     let round = c.pol.spin_ns.max(NO_PARK_SPIN_ROUND_NS);
     let until = c.cap(now_ns().saturating_add(round));
     let hit = spin::spin_until(c.word(), pred, until, c.pol.spin_pause).value;
@@ -459,6 +536,7 @@ mod simulated;
 mod tests {
     use super::*;
     use crate::backend::CState;
+    use crate::primitive::{AtomicU32, Ordering};
     use std::cell::Cell;
 
     /// A simulated monitor: each episode is counted, and the `store_at`-th one writes
@@ -511,7 +589,11 @@ mod tests {
             adapt: &adapt,
             stats: &stats,
         };
-        let mut c = Climb::start(cell, pol, None);
+        let learning = Learning {
+            adapt: cell.adapt,
+            stats: cell.stats,
+        };
+        let mut c = Climb::start(cell.word(), learning, pol, None);
         let r = hardware_tier(&mut c, hw, &mut |v| v == target);
         (r, c.hw_start.is_some(), stats.snapshot().spurious_hardware)
     }

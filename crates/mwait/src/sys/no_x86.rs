@@ -22,6 +22,11 @@ pub(crate) const MWAITX_HINT_C0: u32 = 0xF0;
 /// MWAITX hint for C1 (unused here).
 pub(crate) const MWAITX_HINT_C1: u32 = 0x00;
 
+/// A word a monitor could be armed on: any, since no monitor can be armed here.
+pub(crate) trait Watchable {}
+
+impl<T> Watchable for T {}
+
 /// WAITPKG cannot exist here: no value of this type can be made.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Waitpkg {}
@@ -41,7 +46,7 @@ impl Waitpkg {
         None
     }
 
-    pub(crate) fn umonitor(self, _word: &AtomicU32) {
+    pub(crate) fn umonitor<W>(self, _word: &W) {
         match self {}
     }
 
@@ -85,7 +90,7 @@ impl MonitorX {
         None
     }
 
-    pub(crate) fn monitorx(self, _word: &AtomicU32) {
+    pub(crate) fn monitorx<W>(self, _word: &W) {
         match self {}
     }
 

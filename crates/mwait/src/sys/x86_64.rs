@@ -7,6 +7,7 @@
 //! and MONITORX mnemonics need target features, and a runtime-dispatched build must
 //! not depend on that (the build breaks that oneTBB, ONNX Runtime and DPDK hit).
 
+use super::atomic64::AtomicU64;
 use super::contract::CpuidWaits;
 use super::tsc::{ns_to_ticks, rdtsc};
 use crate::primitive::AtomicU32;
@@ -32,6 +33,27 @@ pub(crate) const MWAITX_HINT_C0: u32 = 0xF0;
 pub(crate) const MWAITX_HINT_C1: u32 = 0x00;
 /// MWAITX ECX bit 1: the EBX timer is enabled.
 const MWAITX_ECX_TIMER: u32 = 1 << 1;
+
+/// A word a monitor can be armed on: an atomic of 32 or 64 bits, whose reference is
+/// always mapped (a monitor armed on an unmapped address faults).
+pub(crate) trait Watchable {
+    /// The word's address.
+    fn addr(&self) -> *const u8;
+}
+
+impl Watchable for AtomicU32 {
+    #[inline(always)]
+    fn addr(&self) -> *const u8 {
+        self.as_ptr().cast()
+    }
+}
+
+impl Watchable for AtomicU64 {
+    #[inline(always)]
+    fn addr(&self) -> *const u8 {
+        self.as_ptr().cast()
+    }
+}
 
 /// UMONITOR: arms the user-mode address monitor on the line holding `addr`.
 ///
@@ -194,11 +216,11 @@ impl Waitpkg {
         self.tpause(WAITPKG_C0_1, rdtsc().wrapping_add(ticks));
     }
 
-    /// [`umonitor`] on `word`.
+    /// [`umonitor`] on `word`'s line.
     #[inline]
-    pub(crate) fn umonitor(self, word: &AtomicU32) {
+    pub(crate) fn umonitor(self, word: &impl Watchable) {
         // SAFETY: the token proves WAITPKG; a reference is always mapped.
-        unsafe { umonitor(word.as_ptr().cast()) }
+        unsafe { umonitor(word.addr()) }
     }
 
     /// [`umwait`]; returns whether the OS limit ended the wait.
@@ -244,11 +266,11 @@ impl MonitorX {
         ns_to_ticks(ns)
     }
 
-    /// [`monitorx`] on `word`.
+    /// [`monitorx`] on `word`'s line.
     #[inline]
-    pub(crate) fn monitorx(self, word: &AtomicU32) {
+    pub(crate) fn monitorx(self, word: &impl Watchable) {
         // SAFETY: the token proves MONITORX; a reference is always mapped.
-        unsafe { monitorx(word.as_ptr().cast()) }
+        unsafe { monitorx(word.addr()) }
     }
 
     /// [`mwaitx`] with the timer.

@@ -1,0 +1,393 @@
+//! Waiting on any atomic word: `AtomicU32` and `AtomicU64`, wherever they live (a
+//! ring's slots, a lock word inside a struct), through a hashed table of waiters
+//! instead of a 256-byte [`WaitCell`](crate::WaitCell) per word.
+//!
+//! A wait climbs the same ladder as a cell's, with the same measured budgets: a spin
+//! that re-loads the word, a hardware monitor armed on the word's line, then a park.
+//! The park queues the waiter in its word's bucket of a fixed table
+//! ([`wake_one`]/[`wake_all`] find it there), and the waits of a bucket's words share
+//! its adaptive state and counters (counted in [`stats`](crate::stats()) too).
+//!
+//! The writer changes the word with any atomic operation and any ordering, then
+//! calls [`wake_one`] or [`wake_all`], as with `atomic-wait` or a futex. A wake of a
+//! word that nobody waits on costs a compiler barrier and one load of the bucket's
+//! announcement word (a full fence and that load where the process could not
+//! register for `membarrier`), and no system call, even when the bucket holds parked
+//! waiters of other words.
+//!
+//! ```
+//! use mwait::atomic;
+//! use std::sync::atomic::{AtomicU32, Ordering};
+//!
+//! static FLAG: AtomicU32 = AtomicU32::new(0);
+//!
+//! let t = std::thread::spawn(|| atomic::wait(&FLAG, 0));
+//! FLAG.store(1, Ordering::Release);
+//! atomic::wake_all(&FLAG);
+//! assert_eq!(t.join().unwrap(), 1);
+//! ```
+//!
+//! # Notes about memory ordering
+//!
+//! The protocol is the cell's Dekker pair (`protocol.rs`), with the bucket's
+//! announcement word in place of the cell's state word:
+//!
+//! ```text
+//! notifier                               parking waiter
+//! word.store(new, any ordering)     (1)  lock(bucket.queue); push (addr, bell)
+//! [light] compiler_fence(SeqCst)          announced.swap(summary, SeqCst)    (3)
+//! [else]  fence(SeqCst)                   unlock
+//! a = announced.load()              (2)  waiter_barrier()   (membarrier or a fence)
+//! if a is EMPTY or another tag: done      v = word.load()                    (4)
+//! else: lock; take the entries of addr;   if !pred(v): sleep while bell == ARMED
+//!       mark their bells; unlock; wake
+//! ```
+//!
+//! Where the notifier takes the light path (`sys::park::begin_light_store`: the
+//! process registered for `membarrier`), the waiter's barrier is a `membarrier`, and
+//! every CPU running a notifier executes a full barrier inside it: a notifier whose
+//! (1)/(2) pair the barrier point follows has (1) visible to (4); one whose pair it
+//! precedes loads (2) after (3). Where it does not, both sides run a `SeqCst` fence
+//! between their two accesses, the fence form of the same store-buffering argument.
+//! Every waiter runs its barrier: there is no shortcut like the cell's `FENCED` bit,
+//! so no waiter relies on another waiter's announcement to order a notifier.
+//!
+//! What (2) reads decides the notifier's path. The announcement word is written only
+//! under the queue's lock, from the queue's contents: `EMPTY`, the tag of the one
+//! address every queued waiter waits on, or `MANY`. A value that does not show this
+//! waiter comes from a write before its (3) in the word's modification order (every
+//! write after (3), until this waiter leaves the queue, is computed from a queue that
+//! holds it), so by the argument above (4) sees `new`, and the waiter does not sleep.
+//! A value that shows it sends the notifier to the queue, under the lock, where it
+//! finds the entry (pushed before (3) in the same critical section) unless the
+//! waiter has already withdrawn.
+//!
+//! The sleep itself compares no value of the word: the waiter sleeps on its own
+//! doorbell, a 32-bit word that is `ARMED` until a notifier takes its entry off the
+//! queue and marks it (under the lock), then wakes it; the platform's wait compares
+//! the doorbell with `ARMED` atomically with the decision to sleep, so a ring
+//! between (4) and the sleep is not lost.
+//!
+//! ## 64-bit words
+//!
+//! An `AtomicU64` waits on the same table. The spin tier loads all 64 bits, the
+//! hardware tier's user-mode monitors (UMWAIT, MWAITX) are armed on the word's line
+//! and re-check all 64 bits (the kernel shim, which compares 32 bits itself, hands
+//! such a wait on to park), and the park tier's re-check (4) compares all 64 bits
+//! while its sleep compares only the doorbell. So a store that changes only the high
+//! half wakes the waiter on every tier: nothing in the argument above looks at which
+//! bits changed, unlike a futex on the low half, whose kernel comparison would find
+//! the low half unchanged and sleep through the wake.
+//!
+//! ## Waking one
+//!
+//! [`wake_one`] takes one entry of the address off the queue, the oldest, and rings
+//! only that waiter's doorbell: waiters of other words in the bucket are never woken
+//! by it. A waiter is queued before its re-check (4), so the entry taken may belong
+//! to a waiter that then finds its predicate true without sleeping, or whose
+//! deadline passes; such a waiter, finding its entry gone and its bell marked by a
+//! wake of one, passes the wake on to the next waiter of the address, so that a
+//! sleeping waiter is woken, as a futex's wake of one would have woken it.
+
+mod table;
+
+use crate::ladder::word::Word;
+use crate::ladder::{self, Ended, Outcome, WaitResult};
+use crate::policy::WaitPolicy;
+use crate::primitive::AtomicU32;
+use crate::sys::atomic64::AtomicU64;
+use crate::sys::clock;
+use crate::sys::park::{self, Parked};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use table::{bucket, Bucket, Doorbell};
+
+mod sealed {
+    /// Keeps [`Atomic`](super::Atomic) implemented by this crate's two words only.
+    pub trait Sealed {}
+}
+
+/// An atomic word the functions of this module wait on: `AtomicU32` or
+/// `AtomicU64`.
+///
+/// # Examples
+///
+/// ```
+/// use mwait::atomic::{self, Atomic};
+/// use std::sync::atomic::AtomicU64;
+///
+/// fn changed<A: Atomic>(a: &A, from: A::Value) -> A::Value {
+///     atomic::wait(a, from)
+/// }
+/// assert_eq!(changed(&AtomicU64::new(1 << 40), 0), 1 << 40);
+/// ```
+pub trait Atomic: sealed::Sealed + crate::backend::Watched<Bits = <Self as Atomic>::Value> {
+    /// The word's value.
+    type Value: Copy + Eq + std::fmt::Debug;
+}
+
+impl sealed::Sealed for AtomicU32 {}
+impl Atomic for AtomicU32 {
+    type Value = u32;
+}
+
+impl sealed::Sealed for AtomicU64 {}
+impl Atomic for AtomicU64 {
+    type Value = u64;
+}
+
+/// Blocks while `atomic` holds `expected`; returns the value it then holds.
+///
+/// Unlike a futex wait, it never returns spuriously: it returns once it has seen a
+/// value other than `expected` (a wake that finds the word unchanged sends it back to
+/// waiting). It may miss intermediate values: a word that goes 0 → 1 → 0 while the
+/// waiter sleeps keeps it waiting.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// assert_eq!(mwait::atomic::wait(&AtomicU32::new(3), 2), 3); // already different
+/// ```
+#[inline]
+pub fn wait<A: Atomic>(atomic: &A, expected: A::Value) -> A::Value {
+    wait_ns(atomic, &mut |v| v != expected, None).value
+}
+
+/// Blocks while `atomic` holds `expected`, at most `timeout`.
+///
+/// # Examples
+///
+/// ```
+/// use mwait::WaitResult;
+/// use std::sync::atomic::AtomicU64;
+/// use std::time::Duration;
+///
+/// let a = AtomicU64::new(5);
+/// let r = mwait::atomic::wait_timeout(&a, 5, Duration::from_micros(50));
+/// assert_eq!(r, WaitResult::TimedOut(5));
+/// ```
+#[inline]
+pub fn wait_timeout<A: Atomic>(
+    atomic: &A,
+    expected: A::Value,
+    timeout: Duration,
+) -> WaitResult<A::Value> {
+    result(wait_ns(
+        atomic,
+        &mut |v| v != expected,
+        Some(clock::after(timeout)),
+    ))
+}
+
+/// Blocks while `atomic` holds `expected`, until the clock reaches `deadline`.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// use std::time::Instant;
+///
+/// let r = mwait::atomic::wait_deadline(&AtomicU32::new(1), 0, Instant::now());
+/// assert_eq!(r.ready(), Some(1));
+/// ```
+#[inline]
+pub fn wait_deadline<A: Atomic>(
+    atomic: &A,
+    expected: A::Value,
+    deadline: Instant,
+) -> WaitResult<A::Value> {
+    result(wait_ns(
+        atomic,
+        &mut |v| v != expected,
+        Some(clock::instant_to_ns(deadline)),
+    ))
+}
+
+/// Blocks until `pred` accepts the value of `atomic`, or until `deadline` (`None`:
+/// no deadline). Returns [`WaitResult::Ready`] with the value `pred` accepted, or
+/// [`WaitResult::TimedOut`] with the last value seen.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use std::sync::Arc;
+///
+/// let a = Arc::new(AtomicU32::new(0));
+/// let b = a.clone();
+/// let t = std::thread::spawn(move || mwait::atomic::wait_until(&*b, |v| v >= 2, None));
+/// for _ in 0..2 {
+///     a.fetch_add(1, Ordering::Release);
+///     mwait::atomic::wake_all(&*a);
+/// }
+/// assert_eq!(t.join().unwrap().ready(), Some(2));
+/// ```
+#[inline]
+pub fn wait_until<A: Atomic>(
+    atomic: &A,
+    mut pred: impl FnMut(A::Value) -> bool,
+    deadline: Option<Instant>,
+) -> WaitResult<A::Value> {
+    result(wait_ns(
+        atomic,
+        &mut pred,
+        deadline.map(clock::instant_to_ns),
+    ))
+}
+
+/// Wakes one thread parked on the word at `ptr`, after the caller changed it (with
+/// any atomic operation and ordering). Waiters that spin or watch the line in
+/// hardware need no wake: they see the change itself. `ptr` may dangle: only its
+/// address is used.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// let a = AtomicU32::new(0);
+/// mwait::atomic::wake_one(&a); // nobody waits: one load, no system call
+/// ```
+#[inline]
+pub fn wake_one<A: Atomic>(ptr: *const A) {
+    wake(ptr as usize, 1);
+}
+
+/// Wakes every thread parked on the word at `ptr`, after the caller changed it.
+/// `ptr` may dangle: only its address is used.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::AtomicU64;
+/// let a = AtomicU64::new(0);
+/// mwait::atomic::wake_all(&a);
+/// ```
+#[inline]
+pub fn wake_all<A: Atomic>(ptr: *const A) {
+    wake(ptr as usize, park::ALL);
+}
+
+/// How many threads are parked on the word at `ptr` right now (a snapshot, for tests
+/// and reports). `ptr` may dangle.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// assert_eq!(mwait::atomic::parked_waiters(&AtomicU32::new(0)), 0);
+/// ```
+pub fn parked_waiters<A: Atomic>(ptr: *const A) -> usize {
+    let addr = ptr as usize;
+    bucket(addr).queued(addr)
+}
+
+/// The index of the table bucket of the word at `ptr`: tests and benchmarks use it
+/// to find words that share a bucket.
+#[doc(hidden)]
+pub fn bucket_index<A: Atomic>(ptr: *const A) -> usize {
+    table::bucket_index(ptr as usize)
+}
+
+/// How many parked waiters a wake of up to `n` of the word at `ptr` woke: the loom
+/// models check with it that a wake of one wakes exactly one.
+#[doc(hidden)]
+pub fn wake_counted<A: Atomic>(ptr: *const A, n: u32) -> usize {
+    wake(ptr as usize, n)
+}
+
+/// The notify half: one load of the bucket's announcement word unless a waiter of
+/// `addr` may be parked.
+#[inline(always)]
+fn wake(addr: usize, n: u32) -> usize {
+    bucket(addr).wake(addr, n)
+}
+
+/// The value and outcome of one wait: the first look, then the ladder.
+#[inline(always)]
+fn wait_ns<A: Atomic>(
+    atomic: &A,
+    pred: &mut dyn FnMut(A::Value) -> bool,
+    deadline_ns: Option<u64>,
+) -> Outcome<A::Value> {
+    let b = bucket(atomic as *const A as usize);
+    let v = atomic.load_acquire();
+    if pred(v) {
+        return ladder::end(b.stats(), Outcome::before_ladder(v, Ended::Entry));
+    }
+    climb(TableWord { atomic, bucket: b }, pred, deadline_ns)
+}
+
+/// The ladder for a wait on a bare word, with the process's default policy.
+#[cold]
+#[inline(never)]
+fn climb<A: Atomic>(
+    word: TableWord<'_, A>,
+    pred: &mut dyn FnMut(A::Value) -> bool,
+    deadline_ns: Option<u64>,
+) -> Outcome<A::Value> {
+    let policy = WaitPolicy::new();
+    ladder::run_word(word, word.bucket.learning(), pred, deadline_ns, &policy)
+}
+
+#[inline(always)]
+fn result<V: Copy>(o: Outcome<V>) -> WaitResult<V> {
+    if o.timed_out() {
+        WaitResult::TimedOut(o.value)
+    } else {
+        WaitResult::Ready(o.value)
+    }
+}
+
+/// A bare atomic as a ladder [`Word`]: its park half is the table's.
+struct TableWord<'a, A: ?Sized> {
+    atomic: &'a A,
+    bucket: &'static Bucket,
+}
+
+impl<A: ?Sized> Clone for TableWord<'_, A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A: ?Sized> Copy for TableWord<'_, A> {}
+
+impl<'a, A: Atomic> Word<'a> for TableWord<'a, A> {
+    type Atomic = A;
+
+    #[inline(always)]
+    fn atomic(self) -> &'a A {
+        self.atomic
+    }
+
+    /// Announce (3), barrier, re-check (4), sleep on the doorbell, withdraw (see the
+    /// notes above).
+    fn park(
+        self,
+        pred: &mut dyn FnMut(A::Value) -> bool,
+        deadline_ns: Option<u64>,
+    ) -> Result<A::Value, Parked> {
+        let addr = self.atomic as *const A as usize;
+        let bell = Arc::new(Doorbell::new());
+        let mut queued = self.bucket.announce(addr, &bell); // (3)
+        park::waiter_barrier();
+        crate::primitive::loom_sc_fence();
+        let v = self.atomic.load_acquire(); // (4)
+        if pred(v) {
+            return Ok(v);
+        }
+        let parked = bell.sleep(deadline_ns);
+        if bell.rung() && parked != Parked::TimedOut {
+            queued.consume();
+        }
+        Err(parked)
+    }
+
+    #[inline]
+    fn wake_stamp(self) -> u64 {
+        self.bucket.wake_stamp()
+    }
+}
+
+#[cfg(test)]
+mod tests;

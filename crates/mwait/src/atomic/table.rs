@@ -1,0 +1,366 @@
+//! The waiter table: a fixed array of buckets, each with one announcement word that
+//! notifiers read, a queue of the parked waiters whose words hash to it, and the
+//! adaptive state and counters that the ladder keeps for the waits of the bucket.
+//!
+//! A parked waiter is an entry `(address, doorbell)` in its bucket's queue; the
+//! doorbell is a word of its own that it sleeps on (a futex on Linux, the platform's
+//! wait elsewhere) and that a notifier rings. So a wake of one waiter wakes exactly
+//! one waiter of that address, whatever else shares the bucket, and the park tier
+//! never asks the kernel to compare the waited word itself, which is what lets a
+//! 64-bit word wait there (see "Notes about memory ordering" in `mod.rs`).
+//!
+//! Memory: [`BUCKETS`] buckets of 128 bytes (32 KiB), and per parked waiter one
+//! doorbell (a reference-counted allocation of a few words) and one queue entry
+//! (two words; a bucket's queue keeps the capacity its most crowded moment needed).
+//! Nothing per word.
+
+use crate::ladder::adapt::Adaptive;
+use crate::ladder::stats::CellStats;
+use crate::ladder::Learning;
+use crate::primitive::{
+    compiler_fence, const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Mutex, Ordering,
+};
+use crate::sys::park::{self, Parked, Queue};
+use std::sync::Arc;
+
+/// How many buckets the table has: 256 (a power of two), and one in the loom model,
+/// where every pair of words then collides, which is the case the models check.
+pub(crate) const BUCKETS: usize = if cfg!(loom) { 1 } else { 256 };
+
+const _: () = assert!(BUCKETS.is_power_of_two());
+
+/// The announcement word of a bucket with nobody parked.
+const EMPTY: u32 = 0;
+/// The announcement word of a bucket whose parked waiters wait on more than one
+/// address (or on one whose tag is this value): every wake of the bucket's words
+/// looks at the queue.
+const MANY: u32 = u32::MAX;
+
+/// A doorbell nobody has rung.
+const ARMED: u32 = 0;
+/// A doorbell rung by a wake of one waiter.
+const RUNG_ONE: u32 = 1;
+/// A doorbell rung by a wake of several (or all).
+const RUNG_ALL: u32 = 2;
+
+/// Most doorbells one notifier rings per pass over a bucket's queue: the bells are
+/// rung after the bucket's lock is released, so that no system call runs under it.
+const RING_BATCH: usize = 8;
+
+/// The table: [`BUCKETS`] buckets, 32 KiB in all.
+pub(crate) struct Table {
+    buckets: [Bucket; BUCKETS],
+}
+
+impl Table {
+    #[cfg(not(loom))]
+    const fn new() -> Table {
+        Table {
+            buckets: [const { Bucket::new() }; BUCKETS],
+        }
+    }
+
+    #[cfg(loom)]
+    fn new() -> Table {
+        Table {
+            buckets: core::array::from_fn(|_| Bucket::new()),
+        }
+    }
+}
+
+// The table lives as long as the process (a fresh one per execution of the loom
+// model, whose objects cannot outlive an execution).
+#[cfg(not(loom))]
+static TABLE: Table = Table::new();
+#[cfg(loom)]
+loom::lazy_static! {
+    static ref TABLE: Table = Table::new();
+}
+
+/// The bucket of the word at `addr`: the top bits of a Fibonacci hash of the
+/// address, so that neighbouring words (a ring's slots) fall in different buckets.
+#[inline(always)]
+pub(crate) fn bucket(addr: usize) -> &'static Bucket {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let h = (addr as u64).wrapping_mul(K) >> 48;
+    &TABLE.buckets[h as usize & (BUCKETS - 1)]
+}
+
+/// The index of the bucket of `addr` (tests and benches look for words that share
+/// one).
+pub(crate) fn bucket_index(addr: usize) -> usize {
+    let b: *const Bucket = bucket(addr);
+    (b as usize - TABLE.buckets.as_ptr() as usize) / core::mem::size_of::<Bucket>()
+}
+
+/// The tag of `addr` in an announcement word: the address in 4-byte units, cut to
+/// 32 bits, never [`EMPTY`]. Two addresses of one bucket may share a tag (they are
+/// 16 GiB apart); their notifiers then look at the queue, which tells them apart.
+#[inline(always)]
+fn tag(addr: usize) -> u32 {
+    match ((addr >> 2) as u32).wrapping_add(1) {
+        EMPTY => MANY,
+        t => t,
+    }
+}
+
+/// One bucket: the announcement word and the queue on the first 64-byte line,
+/// which waiters write only when they park or withdraw and notifiers read, and what
+/// the ladder learns and counts on the second, which waiters write on every wait.
+#[repr(C, align(128))]
+pub(crate) struct Bucket {
+    /// [`EMPTY`]; the tag of the one address every queued waiter waits on; or
+    /// [`MANY`]. Written under `queue`'s lock from the queue's contents: by a waiter's
+    /// announcement (3), a `SeqCst` swap, and by whoever removes an entry. Read by
+    /// notifiers (2) without the lock.
+    announced: AtomicU32,
+    queue: Mutex<Vec<Entry>>,
+    learned: Learned,
+}
+
+/// The second line of a bucket.
+#[repr(C, align(64))]
+struct Learned {
+    adapt: Adaptive,
+    stats: CellStats,
+    /// The clock reading of the last ring of a doorbell in this bucket (0: none yet),
+    /// from which a woken waiter measures its wake-up latency. A statistic: relaxed.
+    wake_stamp: std::sync::atomic::AtomicU64,
+}
+
+/// A parked waiter: the address it waits on and its doorbell.
+struct Entry {
+    addr: usize,
+    bell: Arc<Doorbell>,
+}
+
+impl Entry {
+    /// A notifier takes the entry off the queue (under the lock): the bell is marked
+    /// with how it was rung, so that a waiter withdrawing under the lock knows.
+    fn take(self, how: u32) -> Arc<Doorbell> {
+        self.bell.word.store(how, Ordering::Release);
+        self.bell
+    }
+}
+
+/// The word one parked waiter sleeps on: [`ARMED`] until a notifier that takes its
+/// entry off the queue marks it, under the queue's lock, with [`RUNG_ONE`] or
+/// [`RUNG_ALL`] (and wakes its sleeper after the unlock); and the platform's
+/// per-word queue (empty but in the loom model).
+#[derive(Debug)]
+pub(crate) struct Doorbell {
+    word: AtomicU32,
+    queue: Queue,
+}
+
+impl Doorbell {
+    pub(crate) fn new() -> Doorbell {
+        Doorbell {
+            word: AtomicU32::new(ARMED),
+            queue: Queue::new(),
+        }
+    }
+
+    /// Wakes the bell's sleeper, after [`Entry::take`] marked it. The sleeper
+    /// compares the word with `ARMED` atomically with its decision to sleep (the
+    /// platform's `wait` contract), so a ring that lands before it sleeps is not
+    /// lost.
+    fn ring(&self) {
+        park::wake(&self.queue, &self.word, 1, false);
+    }
+
+    /// Whether a notifier has taken this waiter off the queue.
+    pub(crate) fn rung(&self) -> bool {
+        self.word.load(Ordering::Acquire) != ARMED
+    }
+
+    /// Sleeps until rung, until `deadline_ns`, or spuriously.
+    pub(crate) fn sleep(&self, deadline_ns: Option<u64>) -> Parked {
+        park::wait(&self.queue, &self.word, ARMED, deadline_ns, false)
+    }
+}
+
+impl Bucket {
+    const_fn_unless_loom! {
+        fn new() -> Bucket {
+            Bucket {
+                announced: AtomicU32::new(EMPTY),
+                queue: Mutex::new(Vec::new()),
+                learned: Learned {
+                    adapt: Adaptive::new(),
+                    stats: CellStats::new(),
+                    wake_stamp: std::sync::atomic::AtomicU64::new(0),
+                },
+            }
+        }
+    }
+
+    /// Where the ladder learns and counts the waits of this bucket's words.
+    #[inline(always)]
+    pub(crate) fn learning(&self) -> Learning<'_> {
+        Learning {
+            adapt: &self.learned.adapt,
+            stats: &self.learned.stats,
+        }
+    }
+
+    /// The counters of this bucket's waits.
+    #[inline(always)]
+    pub(crate) fn stats(&self) -> &CellStats {
+        &self.learned.stats
+    }
+
+    /// The clock reading of the last ring in this bucket (0: none yet).
+    #[inline]
+    pub(crate) fn wake_stamp(&self) -> u64 {
+        self.learned
+            .wake_stamp
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many waiters of `addr` are queued right now (a snapshot).
+    pub(crate) fn queued(&self, addr: usize) -> usize {
+        self.queue.lock().iter().filter(|e| e.addr == addr).count()
+    }
+
+    // ---- The notify half ----
+
+    /// Wakes up to `n` parked waiters of `addr` (`park::ALL`: all of them) after the
+    /// caller changed the word there. Returns how many doorbells it rang. One load of
+    /// the announcement word when no waiter of `addr` is announced in the bucket.
+    #[inline(always)]
+    pub(crate) fn wake(&self, addr: usize, n: u32) -> usize {
+        let a = if park::begin_light_store(&self.announced) {
+            // The asymmetric barrier: every waiter that announces itself runs the
+            // waiter barrier (membarrier) after its announcement.
+            compiler_fence(Ordering::SeqCst);
+            self.announced.load(Ordering::Relaxed) // (2)
+        } else {
+            fence(Ordering::SeqCst);
+            loom_sc_fence();
+            self.announced.load(Ordering::SeqCst) // (2)
+        };
+        if a == EMPTY || (a != MANY && a != tag(addr)) {
+            return 0;
+        }
+        self.wake_slow(addr, n)
+    }
+
+    /// The queue pass of [`wake`](Self::wake): takes the waiters of `addr` off the
+    /// queue (the oldest first) under the lock, in batches of [`RING_BATCH`], and rings
+    /// each batch after the lock is released. A wake of all rings at most the
+    /// waiters queued at its first look, so waiters that park again meanwhile cannot
+    /// keep it going.
+    #[cold]
+    #[inline(never)]
+    fn wake_slow(&self, addr: usize, n: u32) -> usize {
+        let how = if n == 1 { RUNG_ONE } else { RUNG_ALL };
+        let mut left: Option<usize> = (n != park::ALL).then_some(n as usize);
+        let mut rung = 0;
+        loop {
+            let mut batch: [Option<Arc<Doorbell>>; RING_BATCH] = Default::default();
+            let mut got = 0;
+            let more = {
+                let mut q = self.queue.lock();
+                let left = left.get_or_insert_with(|| q.iter().filter(|e| e.addr == addr).count());
+                let mut i = 0;
+                while i < q.len() && got < RING_BATCH && *left > 0 {
+                    if q[i].addr == addr {
+                        batch[got] = Some(q.remove(i).take(how));
+                        got += 1;
+                        *left -= 1;
+                    } else {
+                        i += 1;
+                    }
+                }
+                self.announced.store(summary(&q), Ordering::SeqCst);
+                *left > 0 && q[i..].iter().any(|e| e.addr == addr)
+            };
+            if got > 0 {
+                self.learned.wake_stamp.store(
+                    crate::sys::clock::now_ns(),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+            }
+            for bell in batch.iter().flatten() {
+                bell.ring();
+            }
+            rung += got;
+            if !more {
+                return rung;
+            }
+        }
+    }
+
+    // ---- The park half ----
+
+    /// The waiter's announcement (3): queues `bell` for `addr` and publishes the
+    /// bucket's new summary with a `SeqCst` swap, under the queue's lock. The caller
+    /// then runs the waiter barrier and re-checks its word (4); see the notes in
+    /// `mod.rs`. The returned guard withdraws the entry however the park ends.
+    pub(crate) fn announce<'a>(&'a self, addr: usize, bell: &'a Arc<Doorbell>) -> Queued<'a> {
+        let mut q = self.queue.lock();
+        q.push(Entry {
+            addr,
+            bell: Arc::clone(bell),
+        });
+        self.announced.swap(summary(&q), Ordering::SeqCst); // (3)
+        Queued {
+            bucket: self,
+            addr,
+            bell,
+            consumed: false,
+        }
+    }
+}
+
+/// The announcement word for the queue `q`.
+fn summary(q: &[Entry]) -> u32 {
+    match q.split_first() {
+        None => EMPTY,
+        Some((first, rest)) if rest.iter().all(|e| e.addr == first.addr) => tag(first.addr),
+        Some(_) => MANY,
+    }
+}
+
+/// A waiter's entry in its bucket's queue, withdrawn on drop (a panic of the
+/// predicate or of the barrier included). If a notifier took the entry off the
+/// queue with a wake of one and this waiter does not consume that wake (its re-check
+/// found the predicate true, or its deadline passed), the drop passes the wake on to
+/// another waiter of the address, as a futex wake of one would have woken one that
+/// was asleep.
+pub(crate) struct Queued<'a> {
+    bucket: &'a Bucket,
+    addr: usize,
+    bell: &'a Arc<Doorbell>,
+    consumed: bool,
+}
+
+impl Queued<'_> {
+    /// The waiter slept and a ring woke it (or a ring landed as it went to sleep):
+    /// it consumes the wake.
+    pub(crate) fn consume(&mut self) {
+        self.consumed = true;
+    }
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        let forward = {
+            let mut q = self.bucket.queue.lock();
+            match q.iter().position(|e| Arc::ptr_eq(&e.bell, self.bell)) {
+                Some(i) => {
+                    q.remove(i);
+                    self.bucket.announced.store(summary(&q), Ordering::SeqCst);
+                    false
+                }
+                // A notifier took the entry off (and marked the bell, under this
+                // lock): a wake of one that this waiter does not consume goes on.
+                None => !self.consumed && self.bell.word.load(Ordering::Relaxed) == RUNG_ONE,
+            }
+        };
+        if forward {
+            self.bucket.wake_slow(self.addr, 1);
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! The table's behaviour with real threads: waits that end on a change of either
+//! half of a 64-bit word, wakes of one that wake exactly one waiter of their word
+//! whatever shares the bucket, and timeouts that leave the queue clean.
+
+use super::*;
+use std::sync::atomic::Ordering;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Long enough for a parked waiter to be woken on a loaded 2-vCPU machine.
+const SETTLE: Duration = Duration::from_secs(20);
+
+/// Waits until `cond` holds (panics after [`SETTLE`]).
+fn settle(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < SETTLE, "{what}: not within {SETTLE:?}");
+        thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// Two distinct words of `words` that share a bucket.
+fn colliding<A: Atomic>(words: &[A]) -> (&A, &A) {
+    let mut seen = std::collections::HashMap::new();
+    for w in words {
+        if let Some(first) = seen.insert(bucket_index(w), w) {
+            return (first, w);
+        }
+    }
+    panic!(
+        "no two of {} words share one of {} buckets",
+        words.len(),
+        table::BUCKETS
+    );
+}
+
+#[test]
+fn a_u32_wait_ends_on_a_change_and_its_wake() {
+    let a = AtomicU32::new(0);
+    thread::scope(|s| {
+        let t = s.spawn(|| wait(&a, 0));
+        settle("parked", || parked_waiters(&a) == 1);
+        a.store(7, Ordering::Relaxed);
+        wake_one(&a);
+        assert_eq!(t.join().unwrap(), 7);
+    });
+    assert_eq!(parked_waiters(&a), 0);
+}
+
+#[test]
+fn a_change_of_the_high_half_alone_wakes_a_parked_u64_waiter() {
+    let a = AtomicU64::new(5);
+    thread::scope(|s| {
+        let t = s.spawn(|| wait(&a, 5));
+        settle("parked", || parked_waiters(&a) == 1);
+        a.store(5 | (1 << 32), Ordering::Relaxed);
+        assert_eq!(wake_counted(&a, 1), 1, "the waiter's bell rings");
+        assert_eq!(t.join().unwrap(), 5 | (1 << 32));
+    });
+}
+
+#[test]
+fn a_wake_of_one_wakes_exactly_one_waiter_of_its_word_in_a_shared_bucket() {
+    let words: Vec<AtomicU32> = (0..4 * table::BUCKETS).map(|_| AtomicU32::new(0)).collect();
+    let (a, b) = colliding(&words);
+    thread::scope(|s| {
+        let wa: Vec<_> = (0..2).map(|_| s.spawn(|| wait(a, 0))).collect();
+        let wb = s.spawn(|| wait(b, 0));
+        settle("parked", || {
+            parked_waiters(a) == 2 && parked_waiters(b) == 1
+        });
+        // Queued is not yet asleep: a waiter between its announcement and its sleep
+        // would see the store itself and pass the wake on (the test above).
+        thread::sleep(Duration::from_millis(100));
+        // A wake of a word nobody waits on rings nothing, though the bucket is full.
+        let c = words
+            .iter()
+            .find(|w| !std::ptr::eq(*w, a) && !std::ptr::eq(*w, b))
+            .unwrap();
+        assert_eq!(wake_counted(c, park::ALL), 0);
+        a.store(1, Ordering::Relaxed);
+        assert_eq!(wake_counted(a, 1), 1);
+        settle("one of a's waiters leaves", || {
+            wa.iter().filter(|t| t.is_finished()).count() == 1
+        });
+        thread::sleep(Duration::from_millis(20));
+        assert_eq!(
+            wa.iter().filter(|t| t.is_finished()).count(),
+            1,
+            "exactly one woke"
+        );
+        assert_eq!((parked_waiters(a), parked_waiters(b)), (1, 1));
+        assert_eq!(wake_counted(a, park::ALL), 1);
+        for t in wa {
+            assert_eq!(t.join().unwrap(), 1);
+        }
+        assert!(!wb.is_finished(), "b's waiter was never woken");
+        b.store(2, Ordering::Relaxed);
+        wake_one(b);
+        assert_eq!(wb.join().unwrap(), 2);
+    });
+}
+
+#[test]
+fn a_timed_wait_times_out_and_leaves_the_queue_clean() {
+    let a = AtomicU64::new(3);
+    let r = wait_timeout(&a, 3, Duration::from_millis(30));
+    assert_eq!(r, WaitResult::TimedOut(3));
+    assert_eq!(parked_waiters(&a), 0);
+    let r = wait_until(
+        &a,
+        |v| v == 4,
+        Some(Instant::now() + Duration::from_millis(5)),
+    );
+    assert_eq!(r, WaitResult::TimedOut(3));
+    assert_eq!(wait_deadline(&a, 2, Instant::now()), WaitResult::Ready(3));
+}
+
+#[test]
+fn a_wake_of_a_dangling_pointer_is_harmless() {
+    let p: *const AtomicU32 = &*Box::new(AtomicU32::new(0));
+    wake_one(p);
+    wake_all(p);
+    assert_eq!(parked_waiters(p), 0);
+}
+
+#[test]
+fn a_taken_wake_of_one_goes_on_unless_its_waiter_consumes_it() {
+    // Two entries of one word queued, as two waiters between their announcement
+    // and their sleep are; a wake of one takes the oldest.
+    let a = AtomicU32::new(0);
+    let addr = &a as *const AtomicU32 as usize;
+    let b = bucket(addr);
+    let (bell1, bell2) = (Arc::new(Doorbell::new()), Arc::new(Doorbell::new()));
+    let mut first = b.announce(addr, &bell1);
+    let second = b.announce(addr, &bell2);
+    assert_eq!(b.wake(addr, 1), 1);
+    assert!(bell1.rung() && !bell2.rung());
+    // Its waiter slept and was woken by it: the wake is spent.
+    first.consume();
+    drop(first);
+    assert!(!bell2.rung());
+    drop(second);
+    assert_eq!(parked_waiters(&a), 0);
+
+    let (bell3, bell4) = (Arc::new(Doorbell::new()), Arc::new(Doorbell::new()));
+    let first = b.announce(addr, &bell3);
+    let second = b.announce(addr, &bell4);
+    assert_eq!(b.wake(addr, 1), 1);
+    // Its waiter found its predicate true without sleeping: the wake goes on.
+    drop(first);
+    assert!(bell4.rung(), "passed on to the next waiter of the word");
+    drop(second);
+    assert_eq!(parked_waiters(&a), 0);
+}
