@@ -140,3 +140,51 @@ fn a_cell_that_keeps_parking_pays_membarrier_once() {
 
 /// `protocol.rs`, "A cell that parks often" (the crate's constant is private).
 const FENCED_IDLE_NOTIFIES: u32 = 32;
+
+/// Two distinct words of `words` in one bucket of the waiter table.
+fn sharing_a_bucket(
+    words: &[std::sync::atomic::AtomicU32],
+) -> (&std::sync::atomic::AtomicU32, &std::sync::atomic::AtomicU32) {
+    let mut seen = std::collections::HashMap::new();
+    for w in words {
+        if let Some(first) = seen.insert(mwait::atomic::bucket_index(w), w) {
+            return (first, w);
+        }
+    }
+    panic!("no two of {} words share a bucket", words.len());
+}
+
+#[test]
+fn a_wake_of_an_unwaited_word_makes_no_call_though_its_bucket_has_a_parked_waiter() {
+    use mwait::atomic;
+    use std::sync::atomic::Ordering::Relaxed;
+    let _g = SERIAL.lock().unwrap();
+    let words: Vec<std::sync::atomic::AtomicU32> = (0..4096)
+        .map(|_| std::sync::atomic::AtomicU32::new(0))
+        .collect();
+    let (parked, other) = sharing_a_bucket(&words);
+    thread::scope(|s| {
+        let w = s.spawn(|| atomic::wait(parked, 0));
+        assert!(poll_until(SETTLE_LIMIT, || atomic::parked_waiters(parked) == 1));
+        let before = futex_wake_calls();
+        for i in 1..=10_000 {
+            other.store(i, Relaxed);
+            atomic::wake_one(other);
+            atomic::wake_all(other);
+        }
+        assert_eq!(futex_wake_calls(), before, "no call for the other word");
+        assert_eq!(atomic::parked_waiters(parked), 1, "its waiter still parked");
+        parked.store(1, Relaxed);
+        atomic::wake_one(parked);
+        assert_eq!(w.join().unwrap(), 1);
+        assert_eq!(
+            futex_wake_calls(),
+            before + 1,
+            "one call for the parked one"
+        );
+    });
+    // Nobody parked at all: free again.
+    let before = futex_wake_calls();
+    atomic::wake_all(parked);
+    assert_eq!(futex_wake_calls(), before);
+}

@@ -182,3 +182,107 @@ fn counter_many_producers_one_waiter() {
         assert_eq!(u64::from(cell.load()), PRODUCERS * per, "{name}");
     }
 }
+
+#[test]
+fn bare_atomics_hand_off_over_a_thousand_words() {
+    // 32 pairs of threads ping-pong over 32 words each (1 024 words, 64 threads):
+    // round r of a pair uses its word r mod 32, the ping storing 2r+1, the pong 2r+2,
+    // each followed by a wake (of one in even rounds, of all in odd ones). The words
+    // share the waiter table's 256 buckets with the other pairs' parked waiters.
+    // Pairs of odd index use 64-bit words whose values are all in the high half.
+    // `cargo xtask stress` runs 10^7 hand-offs (a tenth of its count), `cargo test`
+    // 20 000.
+    const PAIRS: usize = 32;
+    const WORDS_PER_PAIR: usize = 32;
+    let total = (handoffs() / 10).max(SHORT_HANDOFFS);
+    let rounds = (total / (2 * PAIRS as u64)).max(1);
+    let w32: Vec<std::sync::atomic::AtomicU32> = (0..PAIRS / 2 * WORDS_PER_PAIR)
+        .map(|_| std::sync::atomic::AtomicU32::new(0))
+        .collect();
+    let w64: Vec<AtomicU64> = (0..PAIRS / 2 * WORDS_PER_PAIR)
+        .map(|_| AtomicU64::new(0))
+        .collect();
+    let progress = AtomicU64::new(0);
+    let start = Instant::now();
+    watched("bare atomics", &progress, || {
+        thread::scope(|s| {
+            for pair in 0..PAIRS {
+                let base = pair / 2 * WORDS_PER_PAIR;
+                for ping in [true, false] {
+                    let (w32, w64, progress) = (&w32, &w64, &progress);
+                    s.spawn(move || {
+                        for r in 0..rounds {
+                            let slot = base + (r as usize % WORDS_PER_PAIR);
+                            let all = r % 2 == 1;
+                            let step = |send: u64, want: u64| {
+                                if pair % 2 == 0 {
+                                    hand_off(&w32[slot], send as u32, want as u32, all);
+                                } else {
+                                    hand_off(&w64[slot], send << 32, want << 32, all);
+                                }
+                            };
+                            if ping {
+                                step(2 * r + 1, 2 * r + 2);
+                            } else {
+                                step(0, 2 * r + 1);
+                                step(2 * r + 2, 0);
+                            }
+                            // Each side counts the hand-off it received.
+                            progress.fetch_add(1, Ordering::Relaxed);
+                        }
+                    });
+                }
+            }
+        });
+    });
+    let handed = progress.load(Ordering::Relaxed);
+    assert_eq!(handed, 2 * rounds * PAIRS as u64, "every hand-off arrived");
+    for w in &w32 {
+        assert_eq!(mwait::atomic::parked_waiters(w), 0);
+    }
+    for w in &w64 {
+        assert_eq!(mwait::atomic::parked_waiters(w), 0);
+    }
+    println!(
+        "bare atomics: {handed} hand-offs in {:?} ({:?} each)",
+        start.elapsed(),
+        start.elapsed() / handed.max(1) as u32
+    );
+}
+
+/// One step of a hand-off on `word`: stores `send` and wakes (unless `send` is 0),
+/// then waits for `want` (unless `want` is 0).
+fn hand_off<A: HandOff>(word: &A, send: A::Value, want: A::Value, all: bool)
+where
+    A::Value: Default,
+{
+    if send != A::Value::default() {
+        word.put(send);
+        if all {
+            mwait::atomic::wake_all(word);
+        } else {
+            mwait::atomic::wake_one(word);
+        }
+    }
+    if want != A::Value::default() {
+        let got = mwait::atomic::wait_until(word, |v| v == want, None);
+        assert_eq!(got.ready(), Some(want));
+    }
+}
+
+/// The store of a hand-off, for both widths.
+trait HandOff: mwait::atomic::Atomic {
+    fn put(&self, v: Self::Value);
+}
+
+impl HandOff for std::sync::atomic::AtomicU32 {
+    fn put(&self, v: u32) {
+        self.store(v, Ordering::Release);
+    }
+}
+
+impl HandOff for AtomicU64 {
+    fn put(&self, v: u64) {
+        self.store(v, Ordering::Release);
+    }
+}

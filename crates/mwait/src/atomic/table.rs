@@ -17,9 +17,7 @@
 use crate::ladder::adapt::Adaptive;
 use crate::ladder::stats::CellStats;
 use crate::ladder::Learning;
-use crate::primitive::{
-    compiler_fence, const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Mutex, Ordering,
-};
+use crate::primitive::{const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Mutex, Ordering};
 use crate::sys::park::{self, Parked, Queue};
 use std::sync::Arc;
 
@@ -233,8 +231,15 @@ impl Bucket {
         let a = if park::begin_light_store(&self.announced) {
             // The asymmetric barrier: every waiter that announces itself runs the
             // waiter barrier (membarrier) after its announcement.
-            compiler_fence(Ordering::SeqCst);
-            self.announced.load(Ordering::Relaxed) // (2)
+            park::light_fence();
+            // The loom model's barrier interrupts a thread only inside the light
+            // section, and our (1), the caller's store, came before it: the model
+            // orders it with a fence, as the real barrier's interrupt orders the
+            // store of a thread that runs anywhere.
+            loom_sc_fence();
+            let a = self.announced.load(Ordering::Relaxed); // (2)
+            park::end_light_store();
+            a
         } else {
             fence(Ordering::SeqCst);
             loom_sc_fence();
