@@ -90,3 +90,37 @@ fn a_change_of_the_high_half_alone_wakes_a_u64_waiter() {
         assert_eq!(t.join().unwrap(), 5 | (1 << 32));
     });
 }
+
+/// `wait_any` over a bare word and a cell, `which` of them changed and woken.
+fn wait_any_woken_by(which: usize) {
+    model(move || {
+        let both = Arc::new((AtomicU32::new(0), mwait::WaitCell::new(0)));
+        let b = both.clone();
+        let t = thread::spawn(move || {
+            let m = [
+                atomic::Member::atomic(&b.0, 0),
+                atomic::Member::cell(&b.1, 0),
+            ];
+            atomic::wait_any(&m, None)
+        });
+        if which == 0 {
+            both.0.store(7, Ordering::Relaxed);
+            atomic::wake_one(&both.0);
+        } else {
+            both.1.store(7);
+        }
+        assert_eq!(t.join().unwrap(), Some((which, 7)));
+        assert_eq!(atomic::parked_waiters(&both.0), 0);
+        assert_eq!(both.1.armed_async_waiters(), 0);
+    });
+}
+
+#[test]
+fn wait_any_is_woken_by_a_bare_member() {
+    wait_any_woken_by(0);
+}
+
+#[test]
+fn wait_any_is_woken_by_a_cell_member() {
+    wait_any_woken_by(1);
+}

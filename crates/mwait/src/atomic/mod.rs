@@ -85,11 +85,20 @@
 //! only that waiter's doorbell: waiters of other words in the bucket are never woken
 //! by it. A waiter is queued before its re-check (4), so the entry taken may belong
 //! to a waiter that then finds its predicate true without sleeping, or whose
-//! deadline passes; such a waiter, finding its entry gone and its bell marked by a
-//! wake of one, passes the wake on to the next waiter of the address, so that a
-//! sleeping waiter is woken, as a futex's wake of one would have woken it.
+//! deadline passes; such a waiter, finding its entry gone, passes a wake of one on
+//! to the next waiter of the address, so that a sleeping waiter is woken, as a
+//! futex's wake of one would have woken it.
+//!
+//! ## Several words
+//!
+//! [`wait_any`] announces one doorbell to every member (an entry in each bare
+//! word's bucket, a waker in each cell's async registry), runs one barrier, and
+//! re-checks every member: the argument above, once per member (`any.rs`).
 
+mod any;
 mod table;
+
+pub use any::{wait_any, Member};
 
 use crate::ladder::word::Word;
 use crate::ladder::{self, Ended, Outcome, WaitResult};

@@ -36,10 +36,8 @@ const MANY: u32 = u32::MAX;
 
 /// A doorbell nobody has rung.
 const ARMED: u32 = 0;
-/// A doorbell rung by a wake of one waiter.
-const RUNG_ONE: u32 = 1;
-/// A doorbell rung by a wake of several (or all).
-const RUNG_ALL: u32 = 2;
+/// A doorbell a notifier has taken off a queue (and rings, or has rung).
+const RUNG: u32 = 1;
 
 /// Most doorbells one notifier rings per pass over a bucket's queue: the bells are
 /// rung after the bucket's lock is released, so that no system call runs under it.
@@ -133,18 +131,18 @@ struct Entry {
 }
 
 impl Entry {
-    /// A notifier takes the entry off the queue (under the lock): the bell is marked
-    /// with how it was rung, so that a waiter withdrawing under the lock knows.
-    fn take(self, how: u32) -> Arc<Doorbell> {
-        self.bell.word.store(how, Ordering::Release);
+    /// A notifier takes the entry off the queue (under the lock) and marks the bell.
+    fn take(self) -> Arc<Doorbell> {
+        self.bell.word.store(RUNG, Ordering::Release);
         self.bell
     }
 }
 
 /// The word one parked waiter sleeps on: [`ARMED`] until a notifier that takes its
-/// entry off the queue marks it, under the queue's lock, with [`RUNG_ONE`] or
-/// [`RUNG_ALL`] (and wakes its sleeper after the unlock); and the platform's
-/// per-word queue (empty but in the loom model).
+/// entry off a queue marks it [`RUNG`] under the queue's lock (and wakes its
+/// sleeper after the unlock); and the platform's per-word queue (empty but in the
+/// loom model). A waiter of several words has an entry with the same doorbell in
+/// each of their buckets, and a cell's notifier rings it through a waker (`any.rs`).
 #[derive(Debug)]
 pub(crate) struct Doorbell {
     word: AtomicU32,
@@ -165,6 +163,12 @@ impl Doorbell {
     /// lost.
     fn ring(&self) {
         park::wake(&self.queue, &self.word, 1, false);
+    }
+
+    /// Marks and rings the bell from outside any queue (a cell's waker).
+    pub(crate) fn mark_and_ring(&self) {
+        self.word.store(RUNG, Ordering::Release);
+        self.ring();
     }
 
     /// Whether a notifier has taken this waiter off the queue.
@@ -259,7 +263,6 @@ impl Bucket {
     #[cold]
     #[inline(never)]
     fn wake_slow(&self, addr: usize, n: u32) -> usize {
-        let how = if n == 1 { RUNG_ONE } else { RUNG_ALL };
         let mut left: Option<usize> = (n != park::ALL).then_some(n as usize);
         let mut rung = 0;
         loop {
@@ -271,7 +274,7 @@ impl Bucket {
                 let mut i = 0;
                 while i < q.len() && got < RING_BATCH && *left > 0 {
                     if q[i].addr == addr {
-                        batch[got] = Some(q.remove(i).take(how));
+                        batch[got] = Some(q.remove(i).take());
                         got += 1;
                         *left -= 1;
                     } else {
@@ -330,10 +333,12 @@ fn summary(q: &[Entry]) -> u32 {
 
 /// A waiter's entry in its bucket's queue, withdrawn on drop (a panic of the
 /// predicate or of the barrier included). If a notifier took the entry off the
-/// queue with a wake of one and this waiter does not consume that wake (its re-check
-/// found the predicate true, or its deadline passed), the drop passes the wake on to
-/// another waiter of the address, as a futex wake of one would have woken one that
-/// was asleep.
+/// queue and this waiter does not consume that wake (its re-check found the
+/// predicate true, its deadline passed, or it waits on several words and another
+/// one ended the wait), the drop passes a wake of one on to another waiter of the
+/// address, as a futex wake would have woken one that was asleep. (A wake of all
+/// that took the entry took every other entry of the address with it: the wake
+/// passed on then finds nobody, or a waiter that came later, which re-checks.)
 pub(crate) struct Queued<'a> {
     bucket: &'a Bucket,
     addr: usize,
@@ -353,15 +358,16 @@ impl Drop for Queued<'_> {
     fn drop(&mut self) {
         let forward = {
             let mut q = self.bucket.queue.lock();
-            match q.iter().position(|e| Arc::ptr_eq(&e.bell, self.bell)) {
+            let mine = |e: &Entry| e.addr == self.addr && Arc::ptr_eq(&e.bell, self.bell);
+            match q.iter().position(mine) {
                 Some(i) => {
                     q.remove(i);
                     self.bucket.announced.store(summary(&q), Ordering::SeqCst);
                     false
                 }
-                // A notifier took the entry off (and marked the bell, under this
-                // lock): a wake of one that this waiter does not consume goes on.
-                None => !self.consumed && self.bell.word.load(Ordering::Relaxed) == RUNG_ONE,
+                // A notifier took the entry off: a wake this waiter does not
+                // consume goes on.
+                None => !self.consumed,
             }
         };
         if forward {

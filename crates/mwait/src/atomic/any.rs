@@ -1,0 +1,369 @@
+//! [`wait_any`]: one wait over several words, bare `AtomicU32`s and `WaitCell`s,
+//! that ends when any of them holds a value other than the one expected of it.
+//!
+//! It climbs the same ladder as a wait on one word, with the set of words as the
+//! ladder's word: the spin tier loads every member in each round; the hardware tier
+//! arms its monitor on the first member's line (a monitor watches one line) in
+//! episodes of at most [`ANY_EPISODE_NS`], and re-checks every member after each; the
+//! park tier sleeps on one doorbell of the waiter's, announced to every member at
+//! once:
+//!
+//! - for a bare word, an entry in the word's bucket of the waiter table, as a park on
+//!   that word queues one (`table.rs`), all entries with the same doorbell;
+//! - for a cell, an armed waker in the cell's async registry, whose wake rings the
+//!   doorbell: the cell's notifiers already wake armed wakers (`protocol.rs`, "Async
+//!   waiters"), so a cell's `store` needs nothing new.
+//!
+//! Then one barrier, which orders every announcement before the re-check of every
+//! member (the argument of `mod.rs` and of the protocol, once per member), and one
+//! sleep. On Linux that sleep is one futex wait on the doorbell. `futex_waitv`
+//! (Linux 5.16) waits on several futex words at once, but it would add nothing here:
+//! a notifier must find the waiter through its announcement anyway (that is what
+//! keeps a wake of an unwaited word free of system calls), and a table notifier
+//! wakes doorbells, never the word's own address, so the one futex word that any
+//! member's notifier wakes is the doorbell.
+
+use super::table::{bucket, Bucket, Doorbell, Queued};
+use crate::backend::{CState, HardwareWait, HwWake, Watched};
+use crate::cell::WaitCell;
+use crate::ladder::word::Word;
+use crate::ladder::{self, Ended, Outcome};
+use crate::policy::WaitPolicy;
+use crate::primitive::{loom_sc_fence, AtomicU32, Ordering};
+use crate::sys::clock;
+use crate::sys::park::{self, Parked};
+use std::sync::Arc;
+use std::task::{Wake, Waker};
+use std::time::Instant;
+
+/// The longest hardware-tier episode of a [`wait_any`]: its monitor watches the first
+/// member's line only, so the other members are re-checked at least this often while
+/// the tier lasts.
+pub(crate) const ANY_EPISODE_NS: u64 = 2_000;
+
+/// One word of a [`wait_any`] and the value it is expected to hold: the wait ends
+/// when a member holds another.
+///
+/// # Examples
+///
+/// ```
+/// use mwait::atomic::Member;
+/// use mwait::WaitCell;
+/// use std::sync::atomic::AtomicU32;
+///
+/// let (a, cell) = (AtomicU32::new(0), WaitCell::new(5));
+/// let members = [Member::atomic(&a, 0), Member::cell(&cell, 5)];
+/// assert_eq!(members.len(), 2);
+/// ```
+#[derive(Copy, Clone, Debug)]
+pub struct Member<'a> {
+    source: Source<'a>,
+    expected: u32,
+}
+
+#[derive(Copy, Clone, Debug)]
+enum Source<'a> {
+    Atomic(&'a AtomicU32),
+    Cell(&'a WaitCell),
+}
+
+impl<'a> Member<'a> {
+    /// A bare word, woken by [`wake_one`](super::wake_one) or
+    /// [`wake_all`](super::wake_all) after a change.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::AtomicU32;
+    /// let a = AtomicU32::new(1);
+    /// let m = mwait::atomic::Member::atomic(&a, 0);
+    /// assert_eq!(mwait::atomic::wait_any(&[m], None), Some((0, 1)));
+    /// ```
+    pub const fn atomic(word: &'a AtomicU32, expected: u32) -> Member<'a> {
+        Member {
+            source: Source::Atomic(word),
+            expected,
+        }
+    }
+
+    /// A cell, woken by its writers (and `notify_*`) as any of its waiters is.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cell = mwait::WaitCell::new(2);
+    /// let m = mwait::atomic::Member::cell(&cell, 0);
+    /// assert_eq!(mwait::atomic::wait_any(&[m], None), Some((0, 2)));
+    /// ```
+    pub const fn cell(cell: &'a WaitCell, expected: u32) -> Member<'a> {
+        Member {
+            source: Source::Cell(cell),
+            expected,
+        }
+    }
+
+    /// The member's word.
+    #[inline(always)]
+    fn word(&self) -> &'a AtomicU32 {
+        match self.source {
+            Source::Atomic(w) => w,
+            Source::Cell(c) => c.as_atomic(),
+        }
+    }
+}
+
+/// Blocks until one of `members` holds a value other than the one expected of it,
+/// or until `deadline` (`None`: no deadline). Returns the index of that member and
+/// its value (the first such member in the slice order, at the look that ended the
+/// wait), or `None` once the deadline has passed with every member as expected.
+///
+/// Every member's notifier reaches the waiter: a bare word's through
+/// [`wake_one`](super::wake_one) or [`wake_all`](super::wake_all), a cell's
+/// through its writers. A wake of one taken by this waiter when another member ends
+/// the wait is passed on to another waiter of that word.
+///
+/// # Panics
+///
+/// If `members` is empty and there is no deadline (nothing could end the wait).
+///
+/// # Examples
+///
+/// ```
+/// use mwait::atomic::{self, Member};
+/// use std::sync::atomic::{AtomicU32, Ordering};
+///
+/// let words: Vec<AtomicU32> = (0..8).map(|_| AtomicU32::new(0)).collect();
+/// std::thread::scope(|s| {
+///     let w = &words;
+///     let t = s.spawn(move || {
+///         let members: Vec<Member> = w.iter().map(|a| Member::atomic(a, 0)).collect();
+///         atomic::wait_any(&members, None)
+///     });
+///     words[5].store(9, Ordering::Release);
+///     atomic::wake_all(&words[5]);
+///     assert_eq!(t.join().unwrap(), Some((5, 9)));
+/// });
+/// ```
+pub fn wait_any(members: &[Member<'_>], deadline: Option<Instant>) -> Option<(usize, u32)> {
+    assert!(
+        !members.is_empty() || deadline.is_some(),
+        "mwait: wait_any on no words and without a deadline would never return"
+    );
+    let set = Set { members };
+    let deadline_ns = deadline.map(clock::instant_to_ns);
+    let first = members
+        .first()
+        .map_or(0, |m| m.word() as *const AtomicU32 as usize);
+    let b = bucket(first);
+    let seen = set.load_acquire();
+    if seen.is_some() {
+        return ladder::end(b.stats(), Outcome::before_ladder(seen, Ended::Entry)).value;
+    }
+    climb(
+        AnyWord {
+            set: &set,
+            bucket: b,
+        },
+        deadline_ns,
+    )
+}
+
+/// The ladder for a [`wait_any`], with the process's default policy.
+#[cold]
+#[inline(never)]
+fn climb(word: AnyWord<'_, '_>, deadline_ns: Option<u64>) -> Option<(usize, u32)> {
+    let policy = WaitPolicy::new();
+    let learning = word.bucket.learning();
+    let o = ladder::run_word(word, learning, &mut |v| v.is_some(), deadline_ns, &policy);
+    if o.timed_out() {
+        None
+    } else {
+        o.value
+    }
+}
+
+/// The members as the ladder's word.
+struct Set<'s, 'a> {
+    members: &'s [Member<'a>],
+}
+
+impl Watched for Set<'_, '_> {
+    /// The first member not holding its expected value, and its value.
+    type Bits = Option<(usize, u32)>;
+
+    #[inline]
+    fn load_acquire(&self) -> Option<(usize, u32)> {
+        self.members.iter().enumerate().find_map(|(i, m)| {
+            let v = m.word().load(Ordering::Acquire);
+            (v != m.expected).then_some((i, v))
+        })
+    }
+
+    /// An episode on the first member's line, cut to [`ANY_EPISODE_NS`].
+    fn episode(
+        &self,
+        hw: &impl HardwareWait,
+        _old: Option<(usize, u32)>,
+        deadline_ns: u64,
+        cstate: CState,
+    ) -> HwWake {
+        let Some(first) = self.members.first() else {
+            return HwWake::Yield;
+        };
+        let cap = clock::now_ns().saturating_add(ANY_EPISODE_NS);
+        match hw.wait_episode(first.word(), first.expected, deadline_ns.min(cap), cstate) {
+            HwWake::Deadline if deadline_ns > cap => HwWake::Woken,
+            w => w,
+        }
+    }
+}
+
+/// A [`Set`] and the bucket where its waits learn and count.
+#[derive(Copy, Clone)]
+struct AnyWord<'s, 'a> {
+    set: &'s Set<'s, 'a>,
+    bucket: &'static Bucket,
+}
+
+impl<'s, 'a: 's> Word<'s> for AnyWord<'s, 'a> {
+    type Atomic = Set<'s, 'a>;
+
+    #[inline(always)]
+    fn atomic(self) -> &'s Set<'s, 'a> {
+        self.set
+    }
+
+    /// Announce to every member (3), one barrier, re-check every member (4), sleep
+    /// on the doorbell, withdraw from every member.
+    fn park(
+        self,
+        pred: &mut dyn FnMut(Option<(usize, u32)>) -> bool,
+        deadline_ns: Option<u64>,
+    ) -> Result<Option<(usize, u32)>, Parked> {
+        let bell = Arc::new(Doorbell::new());
+        let waker = Waker::from(Arc::new(Bell(Arc::clone(&bell))));
+        let mut queued: Vec<(usize, Queued<'_>)> = Vec::new();
+        let mut armed: Vec<Armed<'_>> = Vec::new();
+        for (i, m) in self.set.members.iter().enumerate() {
+            match m.source {
+                Source::Atomic(w) => {
+                    let addr = w as *const AtomicU32 as usize;
+                    queued.push((i, bucket(addr).announce(addr, &bell))); // (3)
+                }
+                Source::Cell(c) => {
+                    let mut a = Armed { cell: c, key: None };
+                    let w = c.waiter();
+                    w.line.arm_async(w.sleepers, &mut a.key, &waker); // (3)
+                    armed.push(a);
+                }
+            }
+        }
+        park::waiter_barrier();
+        loom_sc_fence();
+        let v = self.set.load_acquire(); // (4)
+        if pred(v) {
+            return Ok(v);
+        }
+        let parked = bell.sleep(deadline_ns);
+        if parked != Parked::TimedOut && bell.rung() {
+            // The wake of the member that ends the wait is this waiter's; the
+            // others' are passed on as the guards drop.
+            if let Some((i, _)) = self.set.load_acquire() {
+                if let Some((_, q)) = queued.iter_mut().find(|(j, _)| *j == i) {
+                    q.consume();
+                }
+            }
+        }
+        Err(parked)
+    }
+
+    #[inline]
+    fn wake_stamp(self) -> u64 {
+        self.bucket.wake_stamp()
+    }
+}
+
+/// The waker armed in a cell's registry: its wake rings the waiter's doorbell.
+struct Bell(Arc<Doorbell>);
+
+impl Wake for Bell {
+    fn wake(self: Arc<Self>) {
+        self.0.mark_and_ring();
+    }
+}
+
+/// A waker armed in a cell's registry, disarmed on drop. A `notify_one` of the cell
+/// that chose it and that this waiter does not consume goes to another armed waiter.
+struct Armed<'c> {
+    cell: &'c WaitCell,
+    key: Option<usize>,
+}
+
+impl Drop for Armed<'_> {
+    fn drop(&mut self) {
+        if let Some(k) = self.key.take() {
+            let w = self.cell.waiter();
+            w.line.disarm_async(w.sleepers, k, true);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::thread;
+    use std::time::Duration;
+
+    #[test]
+    fn every_member_of_128_ends_the_wait_with_its_index() {
+        let words: Vec<AtomicU32> = (0..128).map(|_| AtomicU32::new(0)).collect();
+        for k in [0usize, 1, 63, 127] {
+            for w in &words {
+                w.store(0, Ordering::Relaxed);
+            }
+            thread::scope(|s| {
+                let t = s.spawn(|| {
+                    let m: Vec<Member> = words.iter().map(|a| Member::atomic(a, 0)).collect();
+                    wait_any(&m, None)
+                });
+                while super::super::parked_waiters(&words[127]) == 0 {
+                    thread::sleep(Duration::from_micros(100));
+                }
+                words[k].store(k as u32 + 1, Ordering::Release);
+                super::super::wake_one(&words[k]);
+                assert_eq!(t.join().unwrap(), Some((k, k as u32 + 1)));
+            });
+            for w in &words {
+                assert_eq!(super::super::parked_waiters(w), 0, "all withdrawn");
+            }
+        }
+    }
+
+    #[test]
+    fn a_cell_member_is_woken_by_its_store() {
+        let a = AtomicU32::new(0);
+        let cell = WaitCell::new(0);
+        thread::scope(|s| {
+            let t = s.spawn(|| wait_any(&[Member::atomic(&a, 0), Member::cell(&cell, 0)], None));
+            while super::super::parked_waiters(&a) == 0 {
+                thread::sleep(Duration::from_micros(100));
+            }
+            cell.store(4);
+            assert_eq!(t.join().unwrap(), Some((1, 4)));
+        });
+        assert_eq!(cell.armed_async_waiters(), 0);
+    }
+
+    #[test]
+    fn a_deadline_ends_the_wait_with_none() {
+        let a = AtomicU32::new(0);
+        let cell = WaitCell::new(1);
+        let soon = Instant::now() + Duration::from_millis(20);
+        let m = [Member::atomic(&a, 0), Member::cell(&cell, 1)];
+        assert_eq!(wait_any(&m, Some(soon)), None);
+        assert!(Instant::now() >= soon);
+        assert_eq!(super::super::parked_waiters(&a), 0);
+        assert_eq!(cell.armed_async_waiters(), 0);
+        assert_eq!(wait_any(&[], Some(Instant::now())), None);
+    }
+}
