@@ -1,0 +1,85 @@
+//! A drop-in for the `atomic-wait` crate: the same three functions with the same
+//! signatures, implemented on [`mwait::atomic`], so that a program or a library built
+//! on `atomic-wait` (a lock, a channel, a condition variable) takes mwait's waits
+//! through one line of its `Cargo.toml`:
+//!
+//! ```toml
+//! [patch.crates-io]
+//! atomic-wait = { path = "path/to/mwait/integrations/atomic-wait" }
+//! ```
+//!
+//! What changes for such a program: a wake of a word nobody is parked on costs one
+//! load and no system call, and a wait spins briefly and watches the word's line in
+//! hardware (where the CPU offers it) before it sleeps. What does not: a wait still
+//! ends only when the word holds another value or a wake reaches it, and `wake_one`
+//! still wakes at most one parked thread of that word.
+//!
+//! One difference the contract allows: `atomic-wait`'s `wait` may return spuriously,
+//! and returns after any wake; this one returns only once it has seen a value other
+//! than `value` (a wake that finds the word unchanged sends it back to waiting). A
+//! program that is correct on a futex changes the word before it wakes a waiter (a
+//! wake that precedes the waiter's sleep is otherwise lost), so it sees no
+//! difference.
+//!
+//! # Examples
+//!
+//! ```
+//! use atomic_wait::{wait, wake_one};
+//! use std::sync::atomic::{AtomicU32, Ordering};
+//!
+//! let a = AtomicU32::new(0);
+//! std::thread::scope(|s| {
+//!     s.spawn(|| {
+//!         a.store(1, Ordering::Relaxed);
+//!         wake_one(&a);
+//!     });
+//!     while a.load(Ordering::Relaxed) == 0 {
+//!         wait(&a, 0);
+//!     }
+//! });
+//! ```
+
+use std::sync::atomic::AtomicU32;
+
+/// If the value is `value`, waits until it is not (see the crate docs for how this
+/// refines `atomic-wait`'s "until woken up").
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// atomic_wait::wait(&AtomicU32::new(0), 1); // not 1: returns at once
+/// ```
+#[inline]
+pub fn wait(atomic: &AtomicU32, value: u32) {
+    mwait::atomic::wait(atomic, value);
+}
+
+/// Wakes one thread that is waiting on this atomic.
+///
+/// It's okay if the pointer dangles or is null: only its address is used.
+///
+/// # Examples
+///
+/// ```
+/// atomic_wait::wake_one(std::ptr::null::<std::sync::atomic::AtomicU32>());
+/// ```
+#[inline]
+pub fn wake_one(atomic: *const AtomicU32) {
+    mwait::atomic::wake_one(atomic);
+}
+
+/// Wakes all threads that are waiting on this atomic.
+///
+/// It's okay if the pointer dangles or is null: only its address is used.
+///
+/// # Examples
+///
+/// ```
+/// let a = std::sync::atomic::AtomicU32::new(0);
+/// atomic_wait::wake_all(&a);
+/// ```
+#[inline]
+pub fn wake_all(atomic: *const AtomicU32) {
+    mwait::atomic::wake_all(atomic);
+}
