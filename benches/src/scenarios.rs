@@ -130,34 +130,36 @@ pub fn pingpong(make: Make, placement: Placement, budget: Duration, warmup: u32)
 /// Operations per timed batch of the notify scenario (amortises the clock reads).
 pub const NOTIFY_BATCH: u32 = 1_000;
 
+/// Samples of ns per call of `f` (given a growing counter) for `budget`, each the
+/// mean over a batch of [`NOTIFY_BATCH`] calls. `f` is inlined into the timed loop,
+/// as a notify is in a program that calls it: through a `dyn FnMut` every call paid
+/// an indirect call (~3 ns here), as much as a whole uncontended WaitCell notify,
+/// which hid the mechanisms' own costs and their ratios.
+pub fn per_call_ns(budget: Duration, mut f: impl FnMut(u32)) -> Vec<f64> {
+    let mut i = 0u32;
+    sample_for(budget, 100_000, || {
+        // A local counter stays in a register; the captured one went through
+        // memory on every call, a store-to-load chain that the loop carried.
+        let mut j = i;
+        for _ in 0..NOTIFY_BATCH {
+            j = j.wrapping_add(1);
+            f(j);
+        }
+        i = j;
+    })
+    .into_iter()
+    .map(|ns| ns as f64 / f64::from(NOTIFY_BATCH))
+    .collect()
+}
+
 /// Cost of one notify with nobody waiting, per mechanism: samples of ns per op.
 pub fn notify_costs(budget: Duration) -> Vec<(String, Vec<f64>)> {
-    // Each notify is inlined into the timed loop, as it is in a program that calls
-    // it: through a `dyn FnMut` every call paid an indirect call (~3 ns here), as
-    // much as a whole uncontended WaitCell notify, which hid the mechanisms' own
-    // costs and their ratios. The `plain-store` row is the floor: a store and the
-    // loop around it.
-    fn batch(budget: Duration, mut f: impl FnMut(u32)) -> Vec<f64> {
-        let mut i = 0u32;
-        sample_for(budget, 100_000, || {
-            // A local counter stays in a register; the captured one went through
-            // memory on every call, a store-to-load chain that the loop carried.
-            let mut j = i;
-            for _ in 0..NOTIFY_BATCH {
-                j = j.wrapping_add(1);
-                f(j);
-            }
-            i = j;
-        })
-        .into_iter()
-        .map(|ns| ns as f64 / f64::from(NOTIFY_BATCH))
-        .collect()
-    }
+    // The `plain-store` row is the floor: a store and the loop around it.
     let mut out = Vec::new();
     let plain = AtomicU32::new(0);
     out.push((
         "plain-store".to_string(),
-        batch(budget, |i| {
+        per_call_ns(budget, |i| {
             plain.store(std::hint::black_box(i), Ordering::Release)
         }),
     ));
@@ -171,14 +173,14 @@ pub fn notify_costs(budget: Duration) -> Vec<(String, Vec<f64>)> {
     let _ = cell.wait_until_deadline_with(|v| v == u32::MAX, soon, &park_now);
     out.push((
         "waitcell".to_string(),
-        batch(budget, |i| std::hint::black_box(&cell).store(i)),
+        per_call_ns(budget, |i| std::hint::black_box(&cell).store(i)),
     ));
     let futex = crate::impls::Futex::default();
-    out.push(("futex".to_string(), batch(budget, |i| futex.set(i))));
+    out.push(("futex".to_string(), per_call_ns(budget, |i| futex.set(i))));
     let aw = AtomicU32::new(0);
     out.push((
         "atomic-wait".to_string(),
-        batch(budget, |i| {
+        per_call_ns(budget, |i| {
             aw.store(i, Ordering::Release);
             atomic_wait::wake_one(&aw);
         }),
@@ -186,24 +188,24 @@ pub fn notify_costs(budget: Duration) -> Vec<(String, Vec<f64>)> {
     let cv = std::sync::Condvar::new();
     out.push((
         "std-condvar".to_string(),
-        batch(budget, |_| cv.notify_one()),
+        per_call_ns(budget, |_| cv.notify_one()),
     ));
     let pcv = parking_lot::Condvar::new();
     out.push((
         "parking-lot".to_string(),
-        batch(budget, |_| {
+        per_call_ns(budget, |_| {
             pcv.notify_one();
         }),
     ));
     let sleeper = thread::spawn(|| thread::sleep(Duration::from_millis(1)));
     let handle = sleeper.thread().clone();
-    out.push(("park".to_string(), batch(budget, |_| handle.unpark())));
+    out.push(("park".to_string(), per_call_ns(budget, |_| handle.unpark())));
     sleeper.join().unwrap();
     let parker = crossbeam_utils::sync::Parker::new();
     let unparker = parker.unparker().clone();
     out.push((
         "crossbeam-parker".to_string(),
-        batch(budget, |_| unparker.unpark()),
+        per_call_ns(budget, |_| unparker.unpark()),
     ));
     out
 }

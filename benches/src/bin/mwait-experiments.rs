@@ -21,6 +21,12 @@
 //!   idle machine (the `long_wait` scenario, shorter gaps for more wakes), ten rounds
 //!   of 500 ms visiting each named mechanism: the median over the rounds of the
 //!   waiter's CPU time per wake.
+//! - `atomic`: waits on bare atomics (`mwait::atomic`): ns per store-and-wake of an
+//!   unwaited word, alone in its bucket and beside a parked waiter of the bucket, and
+//!   atomic-wait's; ping-pong p50 of two `AtomicU32`s, a WaitCell, PAUSE and
+//!   atomic-wait in rounds of 10 ms slices (median of the per-round ratios); the
+//!   resident memory 64 parked waiters add to a 10^7-word array; the wake-up p50 of a
+//!   `wait_any` over eight words against a wait on one, in alternating rounds.
 //!
 //! To get the "before" side of a comparison, copy this file into a checkout of the
 //! earlier commit (it uses only the harness's public functions) and run it there.
@@ -161,6 +167,55 @@ fn waiter_cpu(names: &[&str], gap_us: u64, rounds: usize) {
     }
 }
 
+/// `atomic`: see the module docs.
+fn atomic() {
+    use mwait_benches::atomic as a;
+    let atomic_wait = scenarios::notify_costs(Duration::from_millis(300))
+        .into_iter()
+        .filter(|(n, _)| n == "atomic-wait");
+    for (name, mut ns) in a::wake_costs(Duration::from_millis(300))
+        .into_iter()
+        .chain(atomic_wait)
+    {
+        ns.sort_by(f64::total_cmp);
+        println!(
+            "wake {name}: {:.2} ns (median of {})",
+            median(&ns),
+            ns.len()
+        );
+    }
+    let rounds = a::pingpong_rounds(7);
+    let ratio =
+        |i: usize, j: usize| median(&rounds.iter().map(|r| r[i] / r[j]).collect::<Vec<_>>());
+    let p50 = |i: usize| median(&rounds.iter().map(|r| r[i]).collect::<Vec<_>>());
+    for (i, n) in a::PINGPONG_MECHANISMS.iter().enumerate() {
+        println!(
+            "pingpong {n}: p50 {:.0} ns (median of {} rounds)",
+            p50(i),
+            rounds.len()
+        );
+    }
+    println!(
+        "pingpong {} / waitcell {:.2}x, / pause {:.2}x, / atomic-wait {:.3}x (medians of per-round ratios)",
+        a::NAME,
+        ratio(0, 1),
+        ratio(0, 2),
+        ratio(0, 3)
+    );
+    let g = a::rss_growth(10_000_000, 64);
+    println!(
+        "rss: {} words, {} parked: +{:.0} KiB (bound {:.0} KiB)",
+        g.words, g.parked, g.growth_kib, g.bound_kib
+    );
+    let w = a::any_vs_one_wakes(5, 200);
+    let r = median(&w.iter().map(|(any, one)| any / one).collect::<Vec<_>>());
+    println!(
+        "wake p50: wait_any over 8 {:.0} ns, one word {:.0} ns: {r:.2}x (median of per-round ratios)",
+        median(&w.iter().map(|x| x.0).collect::<Vec<_>>()),
+        median(&w.iter().map(|x| x.1).collect::<Vec<_>>()),
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     // The compute workers of `pinned-wake` and `interference-wake` run in a process
@@ -178,10 +233,11 @@ fn main() {
             waiter_cpu(names, gap.parse().expect("gap in µs"), 10)
         }
         ["interference-wake", ref names @ ..] if !names.is_empty() => interference_wake(names, 8),
+        ["atomic"] => atomic(),
         _ => {
             eprintln!(
                 "usage: mwait-experiments first-recheck | windows [SECONDS] | pinned-wake \
-                 | interference-wake IMPL... | waiter-cpu GAP_US IMPL..."
+                 | interference-wake IMPL... | waiter-cpu GAP_US IMPL... | atomic"
             );
             std::process::exit(2);
         }

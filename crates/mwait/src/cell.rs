@@ -8,9 +8,9 @@
 use crate::future::{WaitUntil, WaitUntilTimer};
 use crate::ladder::adapt::Adaptive;
 use crate::ladder::stats::{CellStats, WaitStats};
-use crate::ladder::{self, estimate, Ended, Outcome, WaitResult, Waiter};
+use crate::ladder::{self, Ended, Outcome, WaitResult, Waiter};
 use crate::policy::WaitPolicy;
-use crate::primitive::{const_fn_unless_loom, fence, spin_hint, AtomicU32, Ordering};
+use crate::primitive::{const_fn_unless_loom, fence, AtomicU32, Ordering};
 use crate::protocol::{MonitorLine, Sleepers};
 use crate::sys::clock;
 use crate::sys::park;
@@ -404,28 +404,11 @@ impl WaitCell {
         ladder::run(self.waiter(), &mut pred, None, policy).value
     }
 
-    /// The first loads of the spin tier inline, in the caller's frame, on a cell whose
-    /// last spin caught the change: a partner that answers within a few hundred ns
-    /// (a ping-pong between nearby cores) is then seen without entering the ladder
-    /// at all, whose call, policy resolution and bookkeeping would sit on the round
-    /// trip. About `ladder::estimate::INLINE_SPIN_NS` (1 µs) of loads at the measured
-    /// cost of a spin round, within bounds (`estimate::inline_spin_loads`; one load in
-    /// the loom model, which needs only to see the path); the ladder's own budget
-    /// starts after them. Untimed waits only, and only where the policy spins.
+    /// The first loads of the spin tier inline, in the caller's frame
+    /// (`ladder::quick_spin`), on a cell whose last spin caught the change.
     #[inline(always)]
     fn quick_spin(&self, pred: &mut impl FnMut(u32) -> bool, policy: &WaitPolicy) -> Option<u32> {
-        if !(policy.allows_quick_spin() && self.waiters.adapt.quick_spin_ok()) {
-            return None;
-        }
-        let loads = estimate::inline_spin_loads();
-        for _ in 0..loads {
-            spin_hint();
-            let v = self.line.value.load(Ordering::Acquire);
-            if pred(v) {
-                return Some(v);
-            }
-        }
-        None
+        ladder::quick_spin(&self.line.value, &self.waiters.adapt, pred, policy)
     }
 
     /// Blocks while the value equals `old`; returns the new value.

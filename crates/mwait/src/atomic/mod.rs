@@ -160,7 +160,7 @@ impl Atomic for AtomicU64 {
 /// ```
 #[inline]
 pub fn wait<A: Atomic>(atomic: &A, expected: A::Value) -> A::Value {
-    wait_ns(atomic, &mut |v| v != expected, None).value
+    wait_ns(atomic, |v| v != expected, None).value
 }
 
 /// Blocks while `atomic` holds `expected`, at most `timeout`.
@@ -184,7 +184,7 @@ pub fn wait_timeout<A: Atomic>(
 ) -> WaitResult<A::Value> {
     result(wait_ns(
         atomic,
-        &mut |v| v != expected,
+        |v| v != expected,
         Some(clock::after(timeout)),
     ))
 }
@@ -208,7 +208,7 @@ pub fn wait_deadline<A: Atomic>(
 ) -> WaitResult<A::Value> {
     result(wait_ns(
         atomic,
-        &mut |v| v != expected,
+        |v| v != expected,
         Some(clock::instant_to_ns(deadline)),
     ))
 }
@@ -235,14 +235,10 @@ pub fn wait_deadline<A: Atomic>(
 #[inline]
 pub fn wait_until<A: Atomic>(
     atomic: &A,
-    mut pred: impl FnMut(A::Value) -> bool,
+    pred: impl FnMut(A::Value) -> bool,
     deadline: Option<Instant>,
 ) -> WaitResult<A::Value> {
-    result(wait_ns(
-        atomic,
-        &mut pred,
-        deadline.map(clock::instant_to_ns),
-    ))
+    result(wait_ns(atomic, pred, deadline.map(clock::instant_to_ns)))
 }
 
 /// Wakes one thread parked on the word at `ptr`, after the caller changed it (with
@@ -312,11 +308,12 @@ fn wake(addr: usize, n: u32) -> usize {
     bucket(addr).wake(addr, n)
 }
 
-/// The value and outcome of one wait: the first look, then the ladder.
+/// The value and outcome of one wait: the first look, the inline spin (untimed
+/// waits on a bucket whose last spin caught the change), then the ladder.
 #[inline(always)]
 fn wait_ns<A: Atomic>(
     atomic: &A,
-    pred: &mut dyn FnMut(A::Value) -> bool,
+    mut pred: impl FnMut(A::Value) -> bool,
     deadline_ns: Option<u64>,
 ) -> Outcome<A::Value> {
     let b = bucket(atomic as *const A as usize);
@@ -324,7 +321,13 @@ fn wait_ns<A: Atomic>(
     if pred(v) {
         return ladder::end(b.stats(), Outcome::before_ladder(v, Ended::Entry));
     }
-    climb(TableWord { atomic, bucket: b }, pred, deadline_ns)
+    if deadline_ns.is_none() {
+        let adapt = b.learning().adapt;
+        if let Some(v) = ladder::quick_spin(atomic, adapt, &mut pred, &WaitPolicy::new()) {
+            return ladder::end(b.stats(), Outcome::before_ladder(v, Ended::Inline));
+        }
+    }
+    climb(TableWord { atomic, bucket: b }, &mut pred, deadline_ns)
 }
 
 /// The ladder for a wait on a bare word, with the process's default policy.

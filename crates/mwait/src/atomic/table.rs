@@ -18,6 +18,7 @@ use crate::ladder::adapt::Adaptive;
 use crate::ladder::stats::CellStats;
 use crate::ladder::Learning;
 use crate::primitive::{const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Mutex, Ordering};
+use crate::protocol::OnWake;
 use crate::sys::park::{self, Parked, Queue};
 use std::sync::Arc;
 
@@ -292,6 +293,11 @@ impl Bucket {
             }
             for bell in batch.iter().flatten() {
                 bell.ring();
+            }
+            if got > 0 {
+                // The hand-off: the answer this thread may wait for next comes after
+                // the woken waiter's wake-up (`ladder::adapt`).
+                self.learned.adapt.parked_woken();
             }
             rung += got;
             if !more {

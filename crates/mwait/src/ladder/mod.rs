@@ -310,6 +310,35 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
     }
 }
 
+/// The first loads of the spin tier inline, in the caller's frame, on a word whose
+/// last spin caught the change (`adapt`): a partner that answers within a few
+/// hundred ns (a ping-pong between nearby cores) is then seen without entering the
+/// ladder at all, whose call, policy resolution and bookkeeping would sit on the
+/// round trip. About `estimate::INLINE_SPIN_NS` (1 µs) of loads at the measured cost
+/// of a spin round, within bounds (`estimate::inline_spin_loads`; one load in the
+/// loom model, which needs only to see the path); the ladder's own budget starts
+/// after them. Untimed waits only, and only where the policy spins.
+#[inline(always)]
+pub(crate) fn quick_spin<W: Watched + ?Sized>(
+    word: &W,
+    adapt: &Adaptive,
+    pred: &mut impl FnMut(W::Bits) -> bool,
+    policy: &WaitPolicy,
+) -> Option<W::Bits> {
+    if !(policy.allows_quick_spin() && adapt.quick_spin_ok()) {
+        return None;
+    }
+    let loads = estimate::inline_spin_loads();
+    for _ in 0..loads {
+        crate::primitive::spin_hint();
+        let v = word.load_acquire();
+        if pred(v) {
+            return Some(v);
+        }
+    }
+    None
+}
+
 /// Runs the ladder for one wait: spin → hardware wait → park (or yield, if parking
 /// is off). `deadline`: absolute, on the clock of `sys::clock::now_ns`.
 #[cold]
