@@ -20,6 +20,13 @@
 //! assert_eq!(waiter.join().unwrap(), 42);
 //! ```
 //!
+//! Any `AtomicU32` or `AtomicU64` can be waited on too, wherever it lives (a ring's
+//! slots, a lock word inside a struct), through [`atomic`]: `wait`, `wait_until`
+//! and their timed forms, `wake_one` and `wake_all` as in `atomic-wait`, and
+//! [`atomic::wait_any`] over several words and cells. The same ladder runs; parked
+//! waiters queue in a fixed 32 KiB table, so a word costs no memory and a wake of a
+//! word nobody waits on costs one load.
+//!
 //! # The tier ladder
 //!
 //! A wait climbs at most three tiers, each bounded in time by the [`WaitPolicy`]:

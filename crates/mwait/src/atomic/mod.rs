@@ -27,6 +27,18 @@
 //! assert_eq!(t.join().unwrap(), 1);
 //! ```
 //!
+//! What differs from a cell:
+//!
+//! - every park runs the waiter barrier (`membarrier` once the process is registered,
+//!   about 0.1–5 µs): a bare word has no state word for the cell's sticky `FENCED`
+//!   bit, and no waiter relies on another's announcement (see the notes below);
+//! - a park allocates its doorbell (a few words, freed when the wait ends);
+//! - the words are process-private: a wake reaches the waiters of its own process
+//!   only (as `atomic-wait`'s private futexes do). For a word in memory shared
+//!   between processes, use [`WaitCell::new_shared`](crate::WaitCell::new_shared);
+//! - the kernel shim's tier compares 32 bits, so a wait on an `AtomicU64` goes from
+//!   the spin tier to park where `/dev/mwait` is the hardware tier.
+//!
 //! # Notes about memory ordering
 //!
 //! The protocol is the cell's Dekker pair (`protocol.rs`), with the bucket's
