@@ -566,6 +566,7 @@ mod tests {
     use super::*;
     use crate::backend::CState;
     use crate::primitive::{AtomicU32, Ordering};
+    use crate::sys::atomic64::AtomicU64;
     use std::cell::Cell;
 
     /// A simulated monitor: each episode is counted, and the `store_at`-th one writes
@@ -693,6 +694,85 @@ mod tests {
         let hw = monitor(u32::MAX, 0, HwWake::Yield);
         assert_eq!(run_hardware_tier(&hw, 1), (None, true, 0));
         assert_eq!(hw.episodes.get(), 1);
+    }
+
+    /// A monitor on a 64-bit word whose `store_at`-th episode changes only the high
+    /// half, as a writer on another CPU would.
+    struct HighHalf<'a> {
+        word: &'a AtomicU64,
+        episodes: Cell<u32>,
+        store_at: u32,
+    }
+
+    impl crate::backend::LineMonitor for HighHalf<'_> {
+        fn episode(
+            &self,
+            _word: &impl crate::sys::x86::Watchable,
+            changed: impl Fn() -> bool,
+            _deadline_ns: u64,
+            _cstate: CState,
+        ) -> HwWake {
+            let n = self.episodes.get() + 1;
+            self.episodes.set(n);
+            assert!(!changed(), "an episode starts unchanged");
+            if n == self.store_at {
+                let v = self.word.load(Ordering::Relaxed);
+                self.word.store(v | (1 << 32), Ordering::Release);
+            }
+            HwWake::Woken
+        }
+    }
+
+    /// A 64-bit word whose park tier must not be reached.
+    #[derive(Copy, Clone)]
+    struct NoPark<'a>(&'a AtomicU64);
+
+    impl<'a> Word<'a> for NoPark<'a> {
+        type Atomic = AtomicU64;
+        fn atomic(self) -> &'a AtomicU64 {
+            self.0
+        }
+        fn park(self, _: &mut dyn FnMut(u64) -> bool, _: Option<u64>) -> Result<u64, Parked> {
+            panic!("the hardware tier should have seen the change")
+        }
+        fn wake_stamp(self) -> u64 {
+            0
+        }
+    }
+
+    #[test]
+    fn the_hardware_tier_sees_a_change_of_the_high_half_of_a_u64() {
+        let word = AtomicU64::new(5);
+        let hw = HighHalf {
+            word: &word,
+            episodes: Cell::new(0),
+            store_at: 3,
+        };
+        let (adapt, stats) = (Adaptive::new(), CellStats::new());
+        let pol = Resolved {
+            spin_ns: 0,
+            hw_ns: 60_000_000_000,
+            hw: None,
+            spin_pause: None,
+            park: true,
+            adaptive: false,
+            cstate: CState::C0_1,
+        };
+        let learning = Learning {
+            adapt: &adapt,
+            stats: &stats,
+        };
+        let o = climb_word(
+            NoPark(&word),
+            learning,
+            &mut |v| v != 5,
+            None,
+            pol,
+            Some(&hw),
+        );
+        assert_eq!((o.value, o.ended), (5 | (1 << 32), Ended::Hardware));
+        assert_eq!(hw.episodes.get(), 3);
+        assert_eq!(stats.snapshot().spurious_hardware, 2);
     }
 
     #[test]
