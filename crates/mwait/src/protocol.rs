@@ -483,8 +483,7 @@ impl Drop for Announced<'_> {
 }
 
 /// The park half's announcement is withdrawn however a park ends: a panic of the
-/// predicate, of the waiter barrier (a `membarrier` that fails after registration)
-/// or a futex wait that fails (injected failures).
+/// predicate, or a futex wait that fails (an injected failure).
 #[cfg(all(test, target_os = "linux", not(loom)))]
 mod tests {
     use super::*;
@@ -558,25 +557,6 @@ mod tests {
             line.park(&s, &mut |_| panic!("the predicate panics"), None)
         }));
         assert!(r.is_err());
-        assert_eq!(line.parked(), 0);
-    }
-
-    #[test]
-    fn a_failing_waiter_barrier_withdraws_the_announcement() {
-        // Registers for membarrier if this process can.
-        park::waiter_barrier();
-        if !park::begin_light_store(&AtomicU32::new(0)) {
-            // The barrier is a fence, which cannot fail.
-            return;
-        }
-        let (line, s) = cell();
-        inject::set_membarrier_fails(true);
-        let r = catch_unwind(AssertUnwindSafe(|| line.park(&s, &mut |_| false, None)));
-        inject::set_membarrier_fails(false);
-        assert!(
-            r.is_err(),
-            "a membarrier that fails after registration panics"
-        );
         assert_eq!(line.parked(), 0);
     }
 
