@@ -63,22 +63,13 @@ const SUITES: &[Suite] = &[
         ]),
     },
     Suite {
-        target: &["--test", "detect"],
-        select: Select::AllBut(&[]),
-    },
-    Suite {
         target: &["--test", "async_executor"],
         select: Select::AllBut(&[]),
     },
     Suite {
         target: &["--test", "cell"],
         select: Select::Only(&[
-            "auto_selection_without_hardware_is_futex_and_says_why",
             "cell_is_send_sync_and_static",
-            "defaults_spin_less_under_a_hypervisor_and_not_at_all_on_one_cpu",
-            "env_errors_name_the_variable",
-            "env_forces_spin_and_futex",
-            "env_forcing_a_missing_backend_is_refused_with_the_cpuid_bit",
             "layout_is_one_cell_per_monitor_line_pair",
             "writers_return_what_atomics_return",
         ]),

@@ -123,11 +123,22 @@
 //!   that the child's first wait does not block on one that a thread of the parent
 //!   had under way.
 
+//!
+//! # The semver surface
+//!
+//! The public API is what the root re-exports and [`platform`] holds: the items
+//! above and their documented methods and fields. Structs and enums marked
+//! `#[non_exhaustive]` may gain fields and variants in minor releases. The choice
+//! of backend, the default budgets' values and every figure in the docs may change
+//! in any release; the contract above does not. The `test-counters` feature and
+//! the environment variables marked test-only are for this crate's tests, outside
+//! the semver promise.
+
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-// The layers, top to bottom; a file imports only from layers below it, except that
-// detect.rs names the backends of backend/kind.rs, a leaf (see docs/architecture.md).
+// The layers, top to bottom; a file imports only from the defining modules of
+// layers below it, never through these re-exports (docs/architecture.md).
 mod backend;
 mod barrier;
 mod cell;
@@ -141,22 +152,26 @@ mod registry;
 mod select;
 mod sys;
 
-pub use backend::{Backend, CState, ParseBackendError, C0_2_MIN_LATENCY_NS, C1_MIN_LATENCY_NS};
+pub use backend::{Backend, CState};
 pub use barrier::Barrier;
 pub use cell::WaitCell;
-pub use detect::{Capabilities, OsFacts, UmwaitControl, Vendor};
+pub use detect::Capabilities;
 pub use future::{WaitUntil, WaitUntilTimer};
 pub use ladder::stats::{stats, ProcessStats, WaitStats};
 pub use ladder::WaitResult;
 pub use policy::{prepare, WaitPolicy};
-/// The CPUID crate whose [`CpuIdReader`](raw_cpuid::CpuIdReader) feeds
-/// [`Capabilities::from_cpuid`], re-exported so that callers use the same version.
-#[cfg(target_arch = "x86_64")]
-pub use raw_cpuid;
-pub use select::{
-    plan, select, selection, try_selection, Defaults, EnvConfig, SelectError, Selection,
-    HW_BUDGET_NS, SPIN_BUDGET_HYPERVISOR_NS, SPIN_BUDGET_NS,
-};
+pub use select::{selection, try_selection, Selection};
+
+/// The types and constants that the root API's fields, errors and defaults name:
+/// what a caller needs to spell a [`Capabilities`] field, match a
+/// [`try_selection`] error or compare a budget with the defaults.
+pub mod platform {
+    pub use crate::backend::{ParseBackendError, C0_2_MIN_LATENCY_NS, C1_MIN_LATENCY_NS};
+    pub use crate::detect::{UmwaitControl, Vendor};
+    pub use crate::select::{
+        Defaults, SelectError, HW_BUDGET_NS, SPIN_BUDGET_HYPERVISOR_NS, SPIN_BUDGET_NS,
+    };
+}
 
 /// Counters compiled in with the `test-counters` feature, for tests that prove what
 /// the fast paths do not do.

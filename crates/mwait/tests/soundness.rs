@@ -16,7 +16,7 @@
 
 mod support;
 
-use mwait::{Backend, Capabilities, EnvConfig, WaitCell, WaitPolicy, WaitResult};
+use mwait::{Backend, WaitCell, WaitPolicy, WaitResult};
 use std::os::unix::process::ExitStatusExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -103,53 +103,6 @@ fn fork_and_wait(limit: Duration, body: impl FnOnce() -> i32) -> Option<i32> {
             return None;
         }
         thread::sleep(Duration::from_millis(5));
-    }
-}
-
-// Finding 1: `select` with capabilities that claim an instruction this CPU lacks
-// must plan without executing it: it returns what `plan` returns. Were it to build
-// the tier and run its self-test, the child would die of SIGILL (UMONITOR on a CPU
-// without WAITPKG).
-#[test]
-fn finding_1_select_on_foreign_capabilities_executes_nothing() {
-    if !in_child("finding_1_select_on_foreign_capabilities_executes_nothing") {
-        return;
-    }
-    let mut caps = Capabilities::detect().clone();
-    let foreign = if caps.waitpkg { "mwaitx" } else { "umwait" };
-    if !caps.waitpkg {
-        caps.waitpkg = true;
-    } else if !caps.monitorx {
-        caps.monitorx = true;
-    } else {
-        println!("this CPU has both WAITPKG and MONITORX: nothing foreign to claim");
-        return;
-    }
-    let env = EnvConfig::default();
-    let r = mwait::select(&caps, &env);
-    println!("select on foreign capabilities returned {r:?}");
-    let planned = mwait::plan(&caps, &env);
-    assert_eq!(
-        r.map(|s| (s.backend, s.reason)),
-        planned.map(|s| (s.backend, s.reason)),
-        "select on foreign capabilities is plan"
-    );
-    // The same instruction forced past this CPU's own CPUID by a struct field, not by
-    // the operator's environment: planned only as well.
-    if std::env::var("MWAIT_UNSAFE_FORCE").is_err() {
-        let env = EnvConfig {
-            backend: Some(foreign.into()),
-            unsafe_force: true,
-            ..EnvConfig::default()
-        };
-        let detected = Capabilities::detect();
-        let r = mwait::select(detected, &env);
-        println!("select with unsafe_force from code returned {r:?}");
-        assert_eq!(
-            r.map(|s| (s.backend, s.reason)),
-            mwait::plan(detected, &env).map(|s| (s.backend, s.reason)),
-            "unsafe_force set in code is plan"
-        );
     }
 }
 

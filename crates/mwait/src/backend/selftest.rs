@@ -82,10 +82,10 @@
 //! one that ignores its timer).
 
 use super::{Backend, HardwareWait, HwWake};
+use crate::backend::CState;
 use crate::primitive::AtomicU32;
 use crate::sys::clock::now_ns;
 use crate::sys::{self, ThreadCpus};
-use crate::CState;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -137,7 +137,7 @@ impl Plan {
 
     /// The production plan for `backend`: [`SHORT_WAIT_NS`], under the OS cap for
     /// UMWAIT.
-    pub(crate) fn for_tier(backend: Backend, caps: &crate::Capabilities) -> Plan {
+    pub(crate) fn for_tier(backend: Backend, caps: &crate::detect::Capabilities) -> Plan {
         let plan = Plan::new(SHORT_WAIT_NS);
         match os_cap_ns(backend, caps) {
             Some(cap_ns) => plan.under_cap(cap_ns),
@@ -200,7 +200,7 @@ impl Plan {
 
 /// The OS's cap on one episode of `backend`, in ns: UMWAIT's `umwait_control`
 /// max_time (0 means none).
-fn os_cap_ns(backend: Backend, caps: &crate::Capabilities) -> Option<u64> {
+fn os_cap_ns(backend: Backend, caps: &crate::detect::Capabilities) -> Option<u64> {
     match (backend, caps.umwait_control) {
         (Backend::Umwait, Some(c)) if c.max_time_tsc != 0 => {
             sys::x86::tsc_ticks_to_ns(u64::from(c.max_time_tsc))

@@ -22,9 +22,9 @@
 
 use super::selftest::Plan;
 use super::{HardwareWait, HwWake};
+use crate::backend::CState;
 use crate::primitive::{AtomicU32, Ordering};
 use crate::sys::clock::now_ns;
-use crate::CState;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 

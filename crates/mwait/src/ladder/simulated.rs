@@ -15,9 +15,9 @@
 use super::{climb, Ended, Outcome, WaitResult};
 use crate::backend::sim::SimMonitor;
 use crate::backend::CState;
+use crate::cell::WaitCell;
 use crate::policy::Resolved;
 use crate::sys::clock::now_ns;
-use crate::WaitCell;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
