@@ -20,6 +20,7 @@
 
 pub(crate) mod adapt;
 pub(crate) mod estimate;
+mod filter;
 pub(crate) mod load;
 pub(crate) mod stats;
 
