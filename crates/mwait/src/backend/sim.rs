@@ -12,6 +12,9 @@
 //! - [`SimMonitor::sleeper`]: an emulation that sleeps until its timer and ignores
 //!   stores (it does re-check the word after arming, as the contract asks).
 //! - [`SimMonitor::ignores_timer`]: a monitor that wakes on stores but has no timer.
+//! - [`SimMonitor::scripted`]: for the ladder's tests, no timing at all: every
+//!   episode returns one set [`HwWake`] at once, and one chosen episode first
+//!   stores a value, as a writer on another CPU would.
 //!
 //! The simulations run in real time, so they are built to keep each self-test
 //! verdict far from its threshold on a loaded machine: the waits sleep instead of
@@ -50,6 +53,13 @@ pub(crate) enum Kind {
     Sleeper,
     /// Wakes on stores; ignores its timer.
     IgnoresTimer,
+    /// Returns `wake` at once; episode `store_at` (counted from 1) first stores
+    /// `value` to the word.
+    Scripted {
+        store_at: u64,
+        value: u32,
+        wake: HwWake,
+    },
 }
 
 /// A simulated monitor (see the module docs).
@@ -101,6 +111,16 @@ impl SimMonitor {
         SimMonitor::new(Kind::IgnoresTimer)
     }
 
+    /// A monitor that takes no time: every episode returns `wake`, and the
+    /// `store_at`-th first stores `value`.
+    pub(crate) fn scripted(store_at: u64, value: u32, wake: HwWake) -> SimMonitor {
+        SimMonitor::new(Kind::Scripted {
+            store_at,
+            value,
+            wake,
+        })
+    }
+
     /// This monitor, returning at once every `n`-th episode (0: never).
     pub(crate) fn early_every(mut self, n: u64) -> SimMonitor {
         self.early_every = n;
@@ -117,6 +137,22 @@ impl SimMonitor {
 impl HardwareWait for SimMonitor {
     fn wait_episode(&self, word: &AtomicU32, old: u32, deadline_ns: u64, _: CState) -> HwWake {
         let n = self.episodes.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Kind::Scripted {
+            store_at,
+            value,
+            wake,
+        } = self.kind
+        {
+            assert_eq!(
+                word.load(Ordering::Relaxed),
+                old,
+                "an episode starts on `old`"
+            );
+            if n == store_at {
+                word.store(value, Ordering::Release);
+            }
+            return wake;
+        }
         let start = now_ns();
         if let Kind::TrappedNoop { cost_ns } = self.kind {
             while now_ns() < start + cost_ns {

@@ -1,36 +1,11 @@
 use super::*;
+use crate::backend::sim::SimMonitor;
 use crate::backend::CState;
-use std::cell::Cell;
-
-/// A simulated monitor: each episode is counted, and the `store_at`-th one writes
-/// `value` to the word, as a writer on another CPU would.
-struct SimulatedMonitor {
-    episodes: Cell<u32>,
-    store_at: u32,
-    value: u32,
-    wake: HwWake,
-}
-
-impl HardwareWait for SimulatedMonitor {
-    fn wait_episode(&self, word: &AtomicU32, old: u32, _deadline: u64, _c: CState) -> HwWake {
-        let n = self.episodes.get() + 1;
-        self.episodes.set(n);
-        assert_eq!(
-            word.load(Ordering::Relaxed),
-            old,
-            "an episode starts on `old`"
-        );
-        if n == self.store_at {
-            word.store(self.value, Ordering::Release);
-        }
-        self.wake
-    }
-}
 
 /// Runs the hardware tier on a fresh cell holding 0 with `hw`, until `target`.
 /// Returns what the tier returned, whether it recorded its start, and how many
 /// spurious returns it counted.
-fn run_hardware_tier(hw: &SimulatedMonitor, target: u32) -> (Option<u32>, bool, u64) {
+fn run_hardware_tier(hw: &SimMonitor, target: u32) -> (Option<u32>, bool, u64) {
     let (line, sleepers, adapt, stats) = (
         MonitorLine::new(0, false),
         Sleepers::new(false),
@@ -83,7 +58,7 @@ fn a_wait_that_finds_the_change_in_the_park_tier_counts_as_caught() {
         cstate: CState::C0_1,
     };
     assert!(!adapt.caught());
-    let hw: Option<&SimulatedMonitor> = None;
+    let hw: Option<&SimMonitor> = None;
     let o = climb(cell, &mut |v| v == 1, None, pol, hw);
     assert_eq!((o.value, o.ended, o.slept), (1, Ended::Park, false));
     assert!(adapt.caught(), "the next wait may spin inline again");
@@ -94,25 +69,16 @@ fn a_wait_that_finds_the_change_in_the_park_tier_counts_as_caught() {
     assert!(!adapt.caught());
 }
 
-fn monitor(store_at: u32, value: u32, wake: HwWake) -> SimulatedMonitor {
-    SimulatedMonitor {
-        episodes: Cell::new(0),
-        store_at,
-        value,
-        wake,
-    }
-}
-
 #[test]
 fn the_hardware_tier_rechecks_after_every_episode() {
-    let hw = monitor(3, 7, HwWake::Woken);
+    let hw = SimMonitor::scripted(3, 7, HwWake::Woken);
     assert_eq!(
         run_hardware_tier(&hw, 7),
         (Some(7), true, 2),
         "two episodes woke with the value unchanged"
     );
     assert_eq!(
-        hw.episodes.get(),
+        hw.episodes.load(Ordering::Relaxed),
         3,
         "two spurious episodes, then the store"
     );
@@ -120,9 +86,9 @@ fn the_hardware_tier_rechecks_after_every_episode() {
 
 #[test]
 fn a_monitor_that_yields_sends_the_wait_on_to_park() {
-    let hw = monitor(u32::MAX, 0, HwWake::Yield);
+    let hw = SimMonitor::scripted(u64::MAX, 0, HwWake::Yield);
     assert_eq!(run_hardware_tier(&hw, 1), (None, true, 0));
-    assert_eq!(hw.episodes.get(), 1);
+    assert_eq!(hw.episodes.load(Ordering::Relaxed), 1);
 }
 
 #[test]
