@@ -107,7 +107,7 @@ impl WaitCell {
         /// use std::time::Duration;
         /// static LOW_LATENCY: WaitCell =
         ///     WaitCell::with_policy(0, WaitPolicy::new().spin(Duration::from_micros(50)));
-        /// assert_eq!(LOW_LATENCY.policy().get_spin(), Some(Duration::from_micros(50)));
+        /// assert_eq!(LOW_LATENCY.policy().spin_budget(), Some(Duration::from_micros(50)));
         /// ```
         pub fn with_policy(value: u32, policy: WaitPolicy) -> WaitCell {
             WaitCell::build(value, policy, false)
@@ -394,7 +394,7 @@ impl WaitCell {
         if pred(v) {
             return ladder::end(&self.waiters.stats, Outcome::before_ladder(v, Ended::Entry)).value;
         }
-        if let Some(v) = self.quick_spin(&mut pred, policy) {
+        if let Some(v) = self.inline_spin(&mut pred, policy) {
             return ladder::end(
                 &self.waiters.stats,
                 Outcome::before_ladder(v, Ended::Inline),
@@ -413,8 +413,8 @@ impl WaitCell {
     /// the loom model, which needs only to see the path); the ladder's own budget
     /// starts after them. Untimed waits only, and only where the policy spins.
     #[inline(always)]
-    fn quick_spin(&self, pred: &mut impl FnMut(u32) -> bool, policy: &WaitPolicy) -> Option<u32> {
-        if !(policy.allows_quick_spin() && self.waiters.adapt.quick_spin_ok()) {
+    fn inline_spin(&self, pred: &mut impl FnMut(u32) -> bool, policy: &WaitPolicy) -> Option<u32> {
+        if !(policy.allows_inline_spin() && self.waiters.adapt.inline_spin_ok()) {
             return None;
         }
         let loads = estimate::inline_spin_loads();

@@ -6,8 +6,8 @@
 //! CPUID dumps of other CPUs (`select/tests.rs`).
 //!
 //! Only CPUID decides whether an instruction may be used. A SIGILL probe is not
-//! trusted: on the AMD EPYC guests this project is developed on, MWAITX *executes*
-//! although CPUID hides it, and returns at once.
+//! trusted: some guests *execute* MWAITX although CPUID hides it, and trap it
+//! (`docs/hardware-results.md`).
 
 use crate::sys::{self, CpuidWaits};
 use std::fmt;

@@ -426,7 +426,7 @@ mod tests {
         }
     }
 
-    /// The report of a machine that selects no tier (this development VM's kind):
+    /// The report of a machine that selects no tier:
     /// each tier's selection answered no, the bench failed.
     fn no_tier_report() -> Report {
         let mut steps = vec![step("probe", true), step("hw_tiers, own choice", true)];

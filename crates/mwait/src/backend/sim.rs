@@ -6,9 +6,8 @@
 //!   word changes, honours its timer, returns at once every `n`-th episode (an
 //!   interrupt), and can cap each episode like Linux's `umwait_control` max_time
 //!   (UMWAIT's CF=1: the episode ends early, reported as `Woken`).
-//! - [`SimMonitor::trapped_noop`]: a trapped instruction of fixed cost, ~25 000 TSC
-//!   cycles (10 µs) whatever its timer, ignoring stores (MWAITX on the AMD EPYC
-//!   Firecracker guests).
+//! - [`SimMonitor::trapped_noop`]: a trapped instruction of fixed cost whatever its
+//!   timer, ignoring stores (the trapped MWAITX of `docs/hardware-results.md`).
 //! - [`SimMonitor::sleeper`]: an emulation that sleeps until its timer and ignores
 //!   stores (it does re-check the word after arming, as the contract asks).
 //! - [`SimMonitor::ignores_timer`]: a monitor that wakes on stores but has no timer.
@@ -35,9 +34,9 @@ use std::time::Duration;
 /// noise of a loaded machine.
 pub(crate) const TEST_PLAN: Plan = Plan::new(5_000_000);
 
-/// The fixed cost of the trapped MWAITX measured on the AMD EPYC guests, in ns
-/// (about 25 000 TSC cycles at 2.5 GHz).
-pub(crate) const TRAPPED_COST_NS: u64 = 10_000;
+/// The fixed cost of a simulated trapped no-op, in ns: that of the trapped MWAITX
+/// of `docs/hardware-results.md`.
+pub(crate) const TRAPPED_COST_NS: u64 = 7_000;
 
 /// How often a sleeping simulation looks at the word.
 const POLL: Duration = Duration::from_micros(50);
@@ -94,7 +93,7 @@ impl SimMonitor {
         .early_every(7)
     }
 
-    /// The trapped MWAITX of the AMD EPYC guests: [`TRAPPED_COST_NS`] per episode.
+    /// A trapped instruction: [`TRAPPED_COST_NS`] per episode.
     pub(crate) fn trapped_noop() -> SimMonitor {
         SimMonitor::new(Kind::TrappedNoop {
             cost_ns: TRAPPED_COST_NS,

@@ -62,7 +62,7 @@ pub(crate) struct Adaptive {
     parked_cpu: AtomicU32,
     /// 1 while the last spin of the ladder caught the change (and no wait parked
     /// since): the next untimed wait may then spin its first loads inline, see
-    /// [`Adaptive::quick_spin_ok`].
+    /// [`Adaptive::inline_spin_ok`].
     caught: AtomicU32,
 }
 
@@ -103,7 +103,7 @@ impl Adaptive {
     /// spin that catches its partner is not stopped by the run queue's length, see
     /// `load.rs`). One load, no clock.
     #[inline(always)]
-    pub(crate) fn quick_spin_ok(&self) -> bool {
+    pub(crate) fn inline_spin_ok(&self) -> bool {
         self.caught()
     }
 

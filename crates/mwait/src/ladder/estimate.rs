@@ -56,18 +56,17 @@ use crate::primitive::SPIN_ROUND_LOADS_CAP;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
-/// The wake-up latency assumed until one is measured: between the wake-ups measured
-/// on the machine kinds seen so far (about 5 µs on the KVM guest with 10 µs futex
-/// round trips, about 25 µs on the Firecracker guest with 50 µs ones), so that the
-/// first hand-off spin is 20 µs, as the fixed constant it replaces was.
+/// The wake-up latency assumed until one is measured: between the wake-ups of the
+/// machine kinds in `docs/default-policy.md` (section 4), so that the first
+/// hand-off spin is 20 µs.
 pub(crate) const WAKE_PRIOR_NS: u64 = 10_000;
-/// The spin-round cost assumed until one is measured: eight PAUSEs of 27 ns (the
-/// development guest's AMD core) and a vDSO clock read.
+/// The spin-round cost assumed until one is measured: eight PAUSEs and a vDSO clock
+/// read, about what `docs/default-policy.md` (section 4) measured.
 pub(crate) const SPIN_ROUND_PRIOR_NS: u64 = 250;
 
 /// The shortest wake-up sample believed: a wake-up is a context switch at least
-/// (2.4–2.6 µs with both threads on one vCPU of the Firecracker guest); a shorter one
-/// is a waiter that was woken before it slept (`futex_wait` returns 0 then too).
+/// (a few µs, `docs/default-policy.md`); a shorter one is a waiter that was woken
+/// before it slept (`futex_wait` returns 0 then too).
 pub(crate) const WAKE_SAMPLE_MIN_NS: u64 = 1_000;
 /// The longest wake-up sample believed: beyond this the waiter was not merely woken
 /// but kept off the CPU (preempted, a descheduled vCPU), which says nothing about
@@ -80,7 +79,7 @@ pub(crate) const SPIN_ROUND_SAMPLE_MAX_NS: u64 = 100_000;
 pub(crate) const SPIN_SAMPLE_EVERY: u32 = 64;
 /// Each thread measures the wake-up of one park in this many (once the estimate has a
 /// full window): the two clock reads and the estimate's update cost a parking waiter
-/// about 0.1 µs, a few % of a futex wake-up's CPU time on the guests here.
+/// about 0.1 µs, a few % of a futex wake-up's CPU time.
 pub(crate) const WAKE_SAMPLE_EVERY: u32 = 4;
 
 /// The shortest spin budget: a cache line's round trip between sockets (about
@@ -98,7 +97,7 @@ pub(crate) const SPIN_CEILING_HYPERVISOR_NS: u64 = 5_000;
 /// The hand-off spin in wake-up latencies.
 pub(crate) const HANDOFF_WAKES: u64 = 2;
 /// The longest hand-off spin: 5 % of a 2 ms scheduler slice; it covers two wake-ups
-/// of 50 µs, the slowest seen (Firecracker), and the adaptive score turns it off
+/// of 50 µs, the slowest in `docs/default-policy.md`, and the adaptive score turns it off
 /// where the partner still takes longer.
 pub(crate) const HANDOFF_CEILING_NS: u64 = 100_000;
 

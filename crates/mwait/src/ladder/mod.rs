@@ -216,8 +216,8 @@ impl<'a> Climb<'a> {
         let can_help = !pol.adaptive
             || (spin_ns == 0 && !pol.hw_wanted())
             || caught
-            || load::spinning_could_help()
-            || load::spinning_can_help(now_ns());
+            || load::last_reading_allows_spin()
+            || load::allows_spin_now(now_ns());
         Climb {
             cell,
             pol,
@@ -330,7 +330,7 @@ fn spin_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32
         // the spin began: a spin may last one round (LOADS_PER_CLOCK_READ pauses)
         // longer than its budget, as its end may already overshoot.
         let now = now_ns();
-        if c.pol.adaptive && !c.caught && !c.handoff && !load::spinning_can_help(now) {
+        if c.pol.adaptive && !c.caught && !c.handoff && !load::allows_spin_now(now) {
             // The fresh reading says the CPUs are needed: stop, and do not count this
             // as a failed spin.
             c.can_help = false;

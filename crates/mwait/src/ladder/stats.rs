@@ -381,26 +381,26 @@ pub(crate) const INLINE_BATCH: u64 = 64;
 struct Block(Counters);
 
 /// The live threads' blocks and the totals of the threads that exited.
-struct Registry {
-    inner: Mutex<RegistryInner>,
+struct ThreadBlocks {
+    inner: Mutex<ThreadBlocksInner>,
 }
 
-struct RegistryInner {
+struct ThreadBlocksInner {
     live: Vec<Arc<Block>>,
     retired: [u64; COUNTERS],
 }
 
-impl Registry {
-    const fn new() -> Registry {
-        Registry {
-            inner: Mutex::new(RegistryInner {
+impl ThreadBlocks {
+    const fn new() -> ThreadBlocks {
+        ThreadBlocks {
+            inner: Mutex::new(ThreadBlocksInner {
                 live: Vec::new(),
                 retired: [0; COUNTERS],
             }),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, RegistryInner> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ThreadBlocksInner> {
         // The lock guards plain sums that no panic can leave half-updated.
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -436,7 +436,7 @@ impl Registry {
 }
 
 /// This process's registry of thread blocks.
-static THREADS: Registry = Registry::new();
+static THREADS: ThreadBlocks = ThreadBlocks::new();
 
 /// A thread's handle on its block: registers it on first use, retires it when the
 /// thread exits.

@@ -322,9 +322,8 @@ mod dumps {
 
     #[test]
     fn device_machine_dump_hides_every_wait_instruction() {
-        // An Intel Xeon (family 6, model 0xCF) Firecracker guest whose host has
-        // WAITPKG: the guest's CPUID clears it, and UMWAIT raises #UD there
-        // (docs/hardware-results.md).
+        // An Intel Xeon (family 6, model 0xCF) guest whose host has WAITPKG: the
+        // guest's CPUID clears it (docs/hardware-results.md).
         let caps = caps_from(&load("intel-xeon-firecracker-guest-device"), os(false));
         assert_eq!(caps.vendor, Vendor::Intel);
         assert_eq!(caps.family_model_stepping, (6, 0xcf, 2));

@@ -7,8 +7,8 @@
 //!   last in proportion: the long waits' median must reach half its timer and exceed
 //!   the short waits' median by half the timers' difference (a difference, so that
 //!   the fixed cost of an episode, a system call for the kernel tier, cancels out). A
-//!   trapped instruction that returns after a fixed cost whatever its timer (MWAITX
-//!   on the AMD EPYC Firecracker guests: ~25 000 TSC cycles), or an emulated no-op
+//!   trapped instruction that returns after a fixed cost whatever its timer (the
+//!   trapped MWAITX of `docs/hardware-results.md`), or an emulated no-op
 //!   that returns at once (UMWAIT under qemu-user), fails this one; so does a wait
 //!   that ignores its timer (the helper's watchdog store ends it).
 //! - **(c) rare early return**: without a store, at most a quarter of the waits end
@@ -69,11 +69,7 @@
 //! real monitor, about 1.7 ms for a sleeper (each store try lasts its 160 µs timer),
 //! 0.1 ms for a fixed-cost no-op (it fails check (b) before check (a) runs). On an
 //! overloaded machine check (a) may take up to [`STORE_CHECK_BUDGET_NS`] (50 ms)
-//! more: a software monitor (a loop on the word and the clock) passed 9 runs of 9 at
-//! a load of 9 to 11 on 2 vCPUs, taking 1.2 ms to 11 ms; the kernel tier in the
-//! 2-vCPU QEMU TCG guest of `cargo xtask vm-test` passed on a quiet host and was
-//! found inconclusive (no acknowledgement from the helper) on a host at load 3 to 7
-//! with a 20 ms budget.
+//! more, several scheduler time slices in which the helper gets to run.
 //!
 //! # Simulated monitors
 //!

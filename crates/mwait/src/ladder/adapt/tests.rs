@@ -3,11 +3,11 @@ use super::*;
 #[test]
 fn the_inline_spin_follows_the_last_ladder_spin() {
     let a = Adaptive::new();
-    assert!(!a.quick_spin_ok(), "nothing caught yet");
+    assert!(!a.inline_spin_ok(), "nothing caught yet");
     a.note_caught(true);
-    assert!(a.quick_spin_ok(), "whatever the run queue says");
+    assert!(a.inline_spin_ok(), "whatever the run queue says");
     a.note_caught(false);
-    assert!(!a.quick_spin_ok(), "a failed spin or a park turns it off");
+    assert!(!a.inline_spin_ok(), "a failed spin or a park turns it off");
 }
 
 /// Indices of the waits that probe among `n`, every probe failing.

@@ -90,7 +90,7 @@ fn the_prior_gives_the_budgets_of_the_constants_it_replaces() {
 
 #[test]
 fn budgets_follow_the_wake_latency_within_their_bounds() {
-    // Firecracker: 25 µs wake-ups. The spin stops at the ceiling, the hand-off
+    // A machine with 25 µs wake-ups. The spin stops at the ceiling, the hand-off
     // covers two wake-ups.
     let b = budgets(Some(25_000), Some(250), true);
     assert_eq!(

@@ -86,7 +86,7 @@ fn the_cell_counters_take_32_bytes() {
 
 #[test]
 fn a_registry_keeps_the_counts_of_exited_threads() {
-    let r = Registry::new();
+    let r = ThreadBlocks::new();
     let a = r.register();
     let b = r.register();
     a.0.bump(SPIN);
