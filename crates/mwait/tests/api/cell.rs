@@ -1,4 +1,4 @@
-//! Functional tests of `WaitCell`, the policy and the backend choice.
+//! `WaitCell`, the policy and the backend choice, as users call them.
 
 use mwait::{Backend, Capabilities, WaitCell, WaitPolicy, WaitResult};
 use mwait_support::{poll_until, SETTLE_LIMIT};
