@@ -396,6 +396,9 @@ impl WaitCell {
 mod wait;
 
 #[cfg(test)]
+mod simulated;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::mem::{offset_of, size_of};

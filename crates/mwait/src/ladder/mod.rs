@@ -454,7 +454,4 @@ fn no_park_round(c: &Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32
 }
 
 #[cfg(test)]
-mod simulated;
-
-#[cfg(test)]
 mod tests;
