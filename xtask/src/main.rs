@@ -39,7 +39,7 @@ commands:
   hw-report [--no-bench]
                   what this machine offers, the hardware tiers it offers put
                   through their suites, and a quick bench, in one file to send:
-                  target/mwait-hw-report.md (and .json)
+                  target/mwait-hw-report.md
   vm-test         builds the kernel module, boots it in QEMU and runs the in-guest suite
   dkms            builds and installs kmod/ with DKMS (kmod/dkms.conf) into a
                   private tree, against the kernel headers vm-test uses

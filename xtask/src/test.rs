@@ -36,6 +36,19 @@ fn style_and_bindings() -> Res {
         "warnings",
     ]))?;
 
+    // The generator is a workspace of its own (bindgen stays out of the main
+    // one), so the two checks above do not reach it.
+    step("the bindings generator: format check and clippy");
+    let manifest = ["--manifest-path", crate::codegen::MANIFEST];
+    util::run(cargo().arg("fmt").args(manifest).arg("--check"))?;
+    util::run(
+        cargo()
+            .arg("clippy")
+            .args(manifest)
+            .args(["--all-targets", "--", "-D", "warnings"])
+            .env("CARGO_TARGET_DIR", project_root().join("target/codegen")),
+    )?;
+
     // The drift check is this step, not a #[test]: it needs libclang, which this
     // step installs, and `cargo test --workspace` must pass on a machine without
     // it. A stale bindings.rs fails here and reads as such in the log.

@@ -232,8 +232,8 @@ impl MonitorX {
     ///
     /// # Safety
     ///
-    /// The instructions must execute on this CPU (on the AMD EPYC guests this project
-    /// is developed on they do, although CPUID hides them).
+    /// The instructions must execute on this CPU (some guests execute them although
+    /// CPUID hides them: `docs/hardware-results.md`).
     pub(crate) unsafe fn new_unchecked() -> Option<MonitorX> {
         Some(MonitorX(()))
     }
