@@ -335,7 +335,7 @@ fn wait_ns<A: Atomic>(
     }
     if deadline_ns.is_none() {
         let adapt = b.learning().adapt;
-        if let Some(v) = ladder::quick_spin(atomic, adapt, &mut pred, &WaitPolicy::new()) {
+        if let Some(v) = ladder::inline_spin(atomic, adapt, &mut pred, &WaitPolicy::new()) {
             return ladder::end(b.stats(), Outcome::before_ladder(v, Ended::Inline));
         }
     }
