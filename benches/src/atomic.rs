@@ -38,8 +38,8 @@ pub fn make() -> Make {
 
 /// Samples of ns per store-and-wake, per case: `unwaited` (nobody parked in the
 /// word's bucket), `bucket-parked` (a thread parked on another word of the bucket
-/// for the whole measurement). Atomic-wait's store and `wake_one` is the `notify`
-/// scenario's `atomic-wait` row (`scenarios::notify_costs`).
+/// for the whole measurement), and `atomic-wait` (a store and its `wake_one`, as in
+/// the notify scenario).
 pub fn wake_costs(budget: Duration) -> Vec<(String, Vec<f64>)> {
     let words: Vec<AtomicU32> = (0..4096).map(|_| AtomicU32::new(0)).collect();
     let (parked_on, beside) = sharing_a_bucket(&words);
@@ -76,6 +76,10 @@ pub fn wake_costs(budget: Duration) -> Vec<(String, Vec<f64>)> {
         atomic::wake_all(parked_on);
         t.join().unwrap();
     });
+    out.push((
+        "atomic-wait".to_string(),
+        crate::scenarios::atomic_wait_wakes(budget),
+    ));
     out
 }
 

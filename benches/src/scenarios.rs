@@ -152,6 +152,16 @@ pub fn per_call_ns(budget: Duration, mut f: impl FnMut(u32)) -> Vec<f64> {
     .collect()
 }
 
+/// Samples of ns per store and `atomic_wait::wake_one` of a word nobody waits on
+/// (each one a system call).
+pub fn atomic_wait_wakes(budget: Duration) -> Vec<f64> {
+    let aw = AtomicU32::new(0);
+    per_call_ns(budget, |i| {
+        aw.store(i, Ordering::Release);
+        atomic_wait::wake_one(&aw);
+    })
+}
+
 /// Cost of one notify with nobody waiting, per mechanism: samples of ns per op.
 pub fn notify_costs(budget: Duration) -> Vec<(String, Vec<f64>)> {
     // The `plain-store` row is the floor: a store and the loop around it.
@@ -177,14 +187,7 @@ pub fn notify_costs(budget: Duration) -> Vec<(String, Vec<f64>)> {
     ));
     let futex = crate::impls::Futex::default();
     out.push(("futex".to_string(), per_call_ns(budget, |i| futex.set(i))));
-    let aw = AtomicU32::new(0);
-    out.push((
-        "atomic-wait".to_string(),
-        per_call_ns(budget, |i| {
-            aw.store(i, Ordering::Release);
-            atomic_wait::wake_one(&aw);
-        }),
-    ));
+    out.push(("atomic-wait".to_string(), atomic_wait_wakes(budget)));
     let cv = std::sync::Condvar::new();
     out.push((
         "std-condvar".to_string(),

@@ -170,13 +170,7 @@ fn waiter_cpu(names: &[&str], gap_us: u64, rounds: usize) {
 /// `atomic`: see the module docs.
 fn atomic() {
     use mwait_benches::atomic as a;
-    let atomic_wait = scenarios::notify_costs(Duration::from_millis(300))
-        .into_iter()
-        .filter(|(n, _)| n == "atomic-wait");
-    for (name, mut ns) in a::wake_costs(Duration::from_millis(300))
-        .into_iter()
-        .chain(atomic_wait)
-    {
+    for (name, mut ns) in a::wake_costs(Duration::from_millis(300)) {
         ns.sort_by(f64::total_cmp);
         println!(
             "wake {name}: {:.2} ns (median of {})",

@@ -20,6 +20,7 @@
 use mwait_benches::impls;
 use std::time::Duration;
 
+mod atomic;
 mod cold;
 mod interference;
 mod judge;
@@ -36,10 +37,11 @@ type Section = fn(&mut Out, &Ctx);
 
 /// The report's sections in the report's order, each under the name `--only`
 /// takes (a section that `--only` leaves out still lists its targets as not run).
-const SECTIONS: [(&str, Section); 8] = [
+const SECTIONS: [(&str, Section); 9] = [
     ("pingpong", latency::pingpong),
     ("same_cpu", latency::same_cpu),
     ("notify", latency::notify),
+    ("atomic", atomic::run),
     ("long_wait", latency::long_wait),
     ("interference", interference::run),
     ("barrier", latency::barrier),
