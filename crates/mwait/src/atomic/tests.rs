@@ -153,3 +153,17 @@ fn a_taken_wake_of_one_goes_on_unless_its_waiter_consumes_it() {
     drop(second);
     assert_eq!(parked_waiters(&a), 0);
 }
+
+#[test]
+fn the_table_is_32_kib_of_two_line_buckets_and_spreads_neighbouring_words() {
+    assert_eq!(std::mem::size_of::<table::Bucket>(), 128);
+    assert_eq!(std::mem::size_of::<table::Table>(), 32 * 1024);
+    // A ring's slots, side by side, fall in different buckets.
+    let ring: Vec<AtomicU32> = (0..64).map(|_| AtomicU32::new(0)).collect();
+    let buckets: std::collections::HashSet<usize> = ring.iter().map(|w| bucket_index(w)).collect();
+    assert!(
+        buckets.len() >= 48,
+        "64 neighbouring words in {} buckets",
+        buckets.len()
+    );
+}
