@@ -81,7 +81,10 @@ pub(crate) fn bucket(addr: usize) -> &'static Bucket {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
     const SHIFT: u32 = u64::BITS - BUCKETS.trailing_zeros();
     // One bucket (the loom model): a shift by 64, which `checked_shr` makes 0.
-    let h = (addr as u64).wrapping_mul(K).checked_shr(SHIFT).unwrap_or(0);
+    let h = (addr as u64)
+        .wrapping_mul(K)
+        .checked_shr(SHIFT)
+        .unwrap_or(0);
     &TABLE.buckets[h as usize]
 }
 
