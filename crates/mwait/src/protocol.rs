@@ -66,12 +66,12 @@
 //! On Linux x86-64 the light notifier first issues a PREFETCHW on `value`'s line,
 //! where the CPU has it (`sys::park::begin_light_store`): a hint that orders nothing
 //! and writes nothing, so the argument is unchanged (it may end a hardware wait on
-//! the line early, which every hardware wait tolerates; see `sys/x86_64.rs`).
+//! the line early, which every hardware wait tolerates; see `sys/x86/x86_64.rs`).
 //!
 //! On Windows `FlushProcessWriteBuffers` plays the part of `membarrier`: it
 //! interrupts every CPU running a thread of this process and returns once each has
 //! taken the interrupt, a full barrier there, which gives the same three positions (the
-//! argument is in `sys/windows.rs`; Wine 8 implements it as a no-op, so under Wine the
+//! argument is in `sys/os/windows.rs`; Wine 8 implements it as a no-op, so under Wine the
 //! light path stays off). macOS, FreeBSD and the parking-table fallback have no such
 //! call and keep the symmetric protocol.
 //!
@@ -173,7 +173,7 @@
 //! The models (`tests/loom*.rs`) run the protocol as it runs on Linux: the light
 //! notify, and `membarrier` as an interrupt that lands at the notifier's points
 //! before (1), between (1) and (2), or after (2), with a fence and an
-//! acknowledgement (`sys/loom.rs`). Loom models `SeqCst` accesses as `AcqRel`, so the
+//! acknowledgement (`sys/os/loom.rs`). Loom models `SeqCst` accesses as `AcqRel`, so the
 //! loom build adds the `SeqCst` fences it does model between (1) and (2) of the
 //! fenced notify and between (3) and (4) (see `primitive::loom_sc_fence`).
 //!
