@@ -12,7 +12,8 @@
 //! the line after `value`'s: one store and one load when nobody is parked, and the
 //! load hits a line the notifier only reads, which stays in its cache while nobody
 //! parks, and a hardware monitor armed on `value`'s line is not woken by
-//! announcements (the cost of the shared line is in `docs/default-policy.md`).
+//! announcements (what the shared line cost: `docs/journal/2026-11-23-default-policy.md`,
+//! "The state word on a line of its own").
 //!
 //! The protocol is the classic store-buffering (Dekker) pair:
 //!
@@ -39,8 +40,8 @@
 //!
 //! ## The asymmetric barrier: `store` without a locked instruction
 //!
-//! On x86 a `SeqCst` store is an `xchg`, a full barrier that costs about 12 ns on the
-//! AMD EPYC this was measured on, while a plain store costs about 1. Notifiers are the
+//! On x86 a `SeqCst` store is an `xchg`, a full barrier that costs about ten plain
+//! stores (the figures: `docs/design-notes.md`). Notifiers are the
 //! hot side and parkers the cold one (a park costs a system call anyway), so once the
 //! process has registered for `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`,
 //! [`WaitCell::store`](crate::WaitCell::store) takes the *light* path, and the parking
