@@ -12,7 +12,8 @@
 //! the line after `value`'s: one store and one load when nobody is parked, and the
 //! load hits a line the notifier only reads, which stays in its cache while nobody
 //! parks, and a hardware monitor armed on `value`'s line is not woken by
-//! announcements (the cost of the shared line is in `docs/default-policy.md`).
+//! announcements (what the shared line cost: `docs/journal/2026-11-23-default-policy.md`,
+//! "The state word on a line of its own").
 //!
 //! The protocol is the classic store-buffering (Dekker) pair:
 //!
@@ -39,8 +40,8 @@
 //!
 //! ## The asymmetric barrier: `store` without a locked instruction
 //!
-//! On x86 a `SeqCst` store is an `xchg`, a full barrier that costs about 12 ns on the
-//! AMD EPYC this was measured on, while a plain store costs about 1. Notifiers are the
+//! On x86 a `SeqCst` store is an `xchg`, a full barrier that costs about ten plain
+//! stores (the figures: `docs/design-notes.md`). Notifiers are the
 //! hot side and parkers the cold one (a park costs a system call anyway), so once the
 //! process has registered for `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`,
 //! [`WaitCell::store`](crate::WaitCell::store) takes the *light* path, and the parking
@@ -66,12 +67,12 @@
 //! On Linux x86-64 the light notifier first issues a PREFETCHW on `value`'s line,
 //! where the CPU has it (`sys::park::begin_light_store`): a hint that orders nothing
 //! and writes nothing, so the argument is unchanged (it may end a hardware wait on
-//! the line early, which every hardware wait tolerates; see `sys/x86_64.rs`).
+//! the line early, which every hardware wait tolerates; see `sys/x86/x86_64.rs`).
 //!
 //! On Windows `FlushProcessWriteBuffers` plays the part of `membarrier`: it
 //! interrupts every CPU running a thread of this process and returns once each has
 //! taken the interrupt, a full barrier there, which gives the same three positions (the
-//! argument is in `sys/windows.rs`; Wine 8 implements it as a no-op, so under Wine the
+//! argument is in `sys/os/windows.rs`; Wine 8 implements it as a no-op, so under Wine the
 //! light path stays off). macOS, FreeBSD and the parking-table fallback have no such
 //! call and keep the symmetric protocol.
 //!
@@ -173,7 +174,7 @@
 //! The models (`tests/loom*.rs`) run the protocol as it runs on Linux: the light
 //! notify, and `membarrier` as an interrupt that lands at the notifier's points
 //! before (1), between (1) and (2), or after (2), with a fence and an
-//! acknowledgement (`sys/loom.rs`). Loom models `SeqCst` accesses as `AcqRel`, so the
+//! acknowledgement (`sys/os/loom.rs`). Loom models `SeqCst` accesses as `AcqRel`, so the
 //! loom build adds the `SeqCst` fences it does model between (1) and (2) of the
 //! fenced notify and between (3) and (4) (see `primitive::loom_sc_fence`).
 //!
@@ -482,93 +483,5 @@ impl Drop for Announced<'_> {
     }
 }
 
-/// The park half's announcement is withdrawn however a park ends: a panic of the
-/// predicate, or a futex wait that fails (an injected failure).
 #[cfg(all(test, target_os = "linux", not(loom)))]
-mod tests {
-    use super::*;
-    use crate::sys::inject;
-    use std::panic::{catch_unwind, AssertUnwindSafe};
-
-    fn cell() -> (MonitorLine, Sleepers) {
-        (MonitorLine::new(0, false), Sleepers::new(false))
-    }
-
-    struct Quiet;
-    impl OnWake for Quiet {
-        fn parked_woken(&self) {}
-    }
-
-    #[test]
-    fn the_state_word_starts_the_line_after_the_value() {
-        assert_eq!(std::mem::offset_of!(MonitorLine, value), 0);
-        assert_eq!(std::mem::offset_of!(MonitorLine, state), 64);
-    }
-
-    #[test]
-    fn idle_notifies_clear_fenced_only_after_a_whole_run() {
-        let (line, s) = cell();
-        line.state.store(FENCED, Ordering::Relaxed);
-        for n in 1..FENCED_IDLE_NOTIFIES {
-            line.store(&s, n, &Quiet);
-            assert_eq!(line.state.load(Ordering::Relaxed), FENCED | (n * IDLE_ONE));
-        }
-        line.store(&s, 0, &Quiet);
-        assert_eq!(
-            line.state.load(Ordering::Relaxed),
-            0,
-            "the last of the run clears"
-        );
-        line.store(&s, 1, &Quiet);
-        assert_eq!(
-            line.state.load(Ordering::Relaxed),
-            0,
-            "the light path counts nothing"
-        );
-    }
-
-    #[test]
-    fn a_wake_of_a_parked_waiter_ends_the_run_of_idle_notifies() {
-        let (line, s) = cell();
-        // One waiter counted (nobody sleeps in the queue: the wake finds nobody).
-        line.state
-            .store(FENCED | (7 * IDLE_ONE) | 1, Ordering::Relaxed);
-        line.store(&s, 1, &Quiet);
-        assert_eq!(line.state.load(Ordering::Relaxed), FENCED | 1);
-    }
-
-    #[test]
-    fn a_shared_or_armed_cell_counts_no_idle_notifies() {
-        let (line, s) = cell();
-        line.state
-            .store(FENCED | ASYNC_REGISTERED, Ordering::Relaxed);
-        line.notify(&s, park::ALL, &Quiet);
-        assert_eq!(line.state.load(Ordering::Relaxed) & IDLE_MASK, 0);
-        let shared = MonitorLine::new(0, true);
-        let s = Sleepers::new(true);
-        shared.store(&s, 1, &Quiet);
-        assert_eq!(shared.state.load(Ordering::Relaxed), SHARED_SLOW);
-    }
-
-    #[test]
-    fn a_panicking_predicate_withdraws_the_announcement() {
-        let (line, s) = cell();
-        let r = catch_unwind(AssertUnwindSafe(|| {
-            line.park(&s, &mut |_| panic!("the predicate panics"), None)
-        }));
-        assert!(r.is_err());
-        assert_eq!(line.parked(), 0);
-    }
-
-    #[test]
-    fn a_failing_futex_wait_withdraws_the_announcement() {
-        let (line, s) = cell();
-        inject::set_futex_wait_errno(Some(libc::ENOSYS));
-        let r = catch_unwind(AssertUnwindSafe(|| {
-            line.park(&s, &mut |_| false, Some(crate::sys::clock::now_ns()))
-        }));
-        inject::set_futex_wait_errno(None);
-        assert!(matches!(r, Ok(Err(_))), "the park returns, without panic");
-        assert_eq!(line.parked(), 0);
-    }
-}
+mod tests;

@@ -7,8 +7,8 @@
 //! deadlock, which loom reports.
 #![cfg(loom)]
 
-mod common;
-use common::model;
+mod support;
+use support::model;
 
 use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use loom::sync::Arc;

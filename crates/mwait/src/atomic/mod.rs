@@ -334,8 +334,8 @@ fn wait_ns<A: Atomic>(
         return ladder::end(b.stats(), Outcome::before_ladder(v, Ended::Entry));
     }
     if deadline_ns.is_none() {
-        let adapt = b.learning().adapt;
-        if let Some(v) = ladder::inline_spin(atomic, adapt, &mut pred, &WaitPolicy::new()) {
+        let caught = b.learning().caught;
+        if let Some(v) = ladder::inline_spin(atomic, caught, &mut pred, &WaitPolicy::new()) {
             return ladder::end(b.stats(), Outcome::before_ladder(v, Ended::Inline));
         }
     }

@@ -14,7 +14,7 @@
 //! (two words; a bucket's queue keeps the capacity its most crowded moment needed).
 //! Nothing per word.
 
-use crate::ladder::adapt::Adaptive;
+use crate::ladder::adapt::{Adaptive, Caught};
 use crate::ladder::stats::CellStats;
 use crate::ladder::Learning;
 use crate::primitive::{const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Mutex, Ordering};
@@ -124,6 +124,7 @@ pub(crate) struct Bucket {
 #[repr(C, align(64))]
 struct Learned {
     adapt: Adaptive,
+    caught: Caught,
     stats: CellStats,
     /// The clock reading of the last ring of a doorbell in this bucket (0: none yet),
     /// from which a woken waiter measures its wake-up latency. A statistic: relaxed.
@@ -196,6 +197,7 @@ impl Bucket {
                 queue: Mutex::new(Vec::new()),
                 learned: Learned {
                     adapt: Adaptive::new(),
+                    caught: Caught::new(),
                     stats: CellStats::new(),
                     wake_stamp: std::sync::atomic::AtomicU64::new(0),
                 },
@@ -208,6 +210,7 @@ impl Bucket {
     pub(crate) fn learning(&self) -> Learning<'_> {
         Learning {
             adapt: &self.learned.adapt,
+            caught: &self.learned.caught,
             stats: &self.learned.stats,
         }
     }

@@ -17,6 +17,7 @@ impl WaitCell {
             line: &self.line,
             sleepers: &self.waiters.sleepers,
             adapt: &self.waiters.adapt,
+            caught: &self.waiters.caught,
             stats: &self.waiters.stats,
         }
     }
@@ -73,7 +74,7 @@ impl WaitCell {
     /// (`ladder::inline_spin`), on a cell whose last spin caught the change.
     #[inline(always)]
     fn inline_spin(&self, pred: &mut impl FnMut(u32) -> bool, policy: &WaitPolicy) -> Option<u32> {
-        ladder::inline_spin(&self.line.value, &self.waiters.adapt, pred, policy)
+        ladder::inline_spin(&self.line.value, &self.waiters.caught, pred, policy)
     }
 
     /// Blocks while the value equals `old`; returns the new value.

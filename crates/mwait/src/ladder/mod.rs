@@ -32,7 +32,7 @@ use crate::primitive::yield_now;
 use crate::protocol::{MonitorLine, Sleepers};
 use crate::sys::clock::now_ns;
 use crate::sys::park::Parked;
-use adapt::Adaptive;
+use adapt::{Adaptive, Caught};
 use stats::CellStats;
 use word::{CellWord, ValueOf, Word};
 
@@ -172,6 +172,7 @@ pub(crate) struct Waiter<'a> {
     pub(crate) line: &'a MonitorLine,
     pub(crate) sleepers: &'a Sleepers,
     pub(crate) adapt: &'a Adaptive,
+    pub(crate) caught: &'a Caught,
     pub(crate) stats: &'a CellStats,
 }
 
@@ -184,6 +185,16 @@ impl<'a> Waiter<'a> {
             sleepers: self.sleepers,
         }
     }
+
+    /// Where the cell's waits learn and count.
+    #[inline(always)]
+    fn learning(self) -> Learning<'a> {
+        Learning {
+            adapt: self.adapt,
+            caught: self.caught,
+            stats: self.stats,
+        }
+    }
 }
 
 /// Where a wait learns and counts: the adaptive state and the counters of its cell
@@ -191,6 +202,7 @@ impl<'a> Waiter<'a> {
 #[derive(Copy, Clone)]
 pub(crate) struct Learning<'a> {
     pub(crate) adapt: &'a Adaptive,
+    pub(crate) caught: &'a Caught,
     pub(crate) stats: &'a CellStats,
 }
 
@@ -240,7 +252,7 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
         // the first's partner demonstrably answers in time, and the second's was
         // just made runnable (the adaptive score still limits failing hand-off spins
         // to probes). Neither lifts the gate for the hardware tier.
-        let caught = cell.adapt.caught();
+        let caught = cell.caught.get();
         // Whether the CPU we would hold is needed by others. A wait that will spin
         // starts from the last reading of the run queue and spins its first round of
         // loads before it reads the clock at all, so that a partner that answers
@@ -297,7 +309,7 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
             // whose spin the run-queue gate skipped (`load.rs`: only cells whose last
             // spin caught the change are exempt) would keep taking this path, its
             // waits never sleeping and never spinning again.
-            self.cell.adapt.note_caught(true);
+            self.cell.caught.note(true);
         }
         end(
             self.cell.stats,
@@ -312,7 +324,7 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
 }
 
 /// The first loads of the spin tier inline, in the caller's frame, on a word whose
-/// last spin caught the change (`adapt`): a partner that answers within a few
+/// last spin caught the change (`caught`): a partner that answers within a few
 /// hundred ns (a ping-pong between nearby cores) is then seen without entering the
 /// ladder at all, whose call, policy resolution and bookkeeping would sit on the
 /// round trip. About `estimate::INLINE_SPIN_NS` (1 µs) of loads at the measured cost
@@ -322,11 +334,11 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
 #[inline(always)]
 pub(crate) fn inline_spin<W: Watched + ?Sized>(
     word: &W,
-    adapt: &Adaptive,
+    caught: &Caught,
     pred: &mut impl FnMut(W::Bits) -> bool,
     policy: &WaitPolicy,
 ) -> Option<W::Bits> {
-    if !(policy.allows_inline_spin() && adapt.inline_spin_ok()) {
+    if !(policy.allows_inline_spin() && caught.inline_spin_ok()) {
         return None;
     }
     let loads = estimate::inline_spin_loads();
@@ -350,11 +362,7 @@ pub(crate) fn run(
     deadline: Option<u64>,
     policy: &WaitPolicy,
 ) -> Outcome {
-    let learning = Learning {
-        adapt: cell.adapt,
-        stats: cell.stats,
-    };
-    run_word(cell.word(), learning, pred, deadline, policy)
+    run_word(cell.word(), cell.learning(), pred, deadline, policy)
 }
 
 /// [`run`] on any [`Word`], learning and counting in `learning`.
@@ -382,11 +390,7 @@ pub(crate) fn climb(
     pol: Resolved,
     hw: Option<&impl HardwareWait>,
 ) -> Outcome {
-    let learning = Learning {
-        adapt: cell.adapt,
-        stats: cell.stats,
-    };
-    climb_word(cell.word(), learning, pred, deadline, pol, hw)
+    climb_word(cell.word(), cell.learning(), pred, deadline, pol, hw)
 }
 
 /// The ladder on any [`Word`] with `hw` as its hardware tier (the process's tier
@@ -449,7 +453,7 @@ fn spin_tier<'a, W: Word<'a>>(
             c.cell.stats.record_handoff(hit.is_some());
         }
         if c.pol.adaptive {
-            c.cell.adapt.note_caught(hit.is_some());
+            c.cell.caught.note(hit.is_some());
             if c.handoff {
                 c.cell.adapt.record_handoff_spin(hit.is_some());
             } else {
@@ -516,7 +520,7 @@ fn park_tier<'a, W: Word<'a>>(
         }
         let adapt = c.cell.adapt;
         adapt.note_parking();
-        adapt.note_caught(false);
+        c.cell.caught.note(false);
         // The clock is read around the sleep only on the parks that measure it.
         let parked_ns = estimate::wake_sample_due().then(now_ns);
         match c.word.park(&mut *pred, c.deadline) {

@@ -24,17 +24,15 @@ fn run_hardware_tier(hw: &SimMonitor, target: u32) -> (Option<u32>, bool, u64) {
         adaptive: false,
         cstate: CState::C0_1,
     };
+    let caught = Caught::new();
     let cell = Waiter {
         line: &line,
         sleepers: &sleepers,
         adapt: &adapt,
+        caught: &caught,
         stats: &stats,
     };
-    let learning = Learning {
-        adapt: cell.adapt,
-        stats: cell.stats,
-    };
-    let mut c = Climb::start(cell.word(), learning, pol, None);
+    let mut c = Climb::start(cell.word(), cell.learning(), pol, None);
     let r = hardware_tier(&mut c, hw, &mut |v| v == target);
     (r, c.hw_start.is_some(), stats.snapshot().spurious_hardware)
 }
@@ -47,10 +45,12 @@ fn a_wait_that_finds_the_change_in_the_park_tier_counts_as_caught() {
         Adaptive::new(),
         CellStats::new(),
     );
+    let caught = Caught::new();
     let cell = Waiter {
         line: &line,
         sleepers: &sleepers,
         adapt: &adapt,
+        caught: &caught,
         stats: &stats,
     };
     // An adaptive wait whose spin is skipped (as the run-queue gate skips it),
@@ -64,16 +64,16 @@ fn a_wait_that_finds_the_change_in_the_park_tier_counts_as_caught() {
         adaptive: true,
         cstate: CState::C0_1,
     };
-    assert!(!adapt.caught());
+    assert!(!caught.get());
     let hw: Option<&SimMonitor> = None;
     let o = climb(cell, &mut |v| v == 1, None, pol, hw);
     assert_eq!((o.value, o.ended, o.slept), (1, Ended::Park, false));
-    assert!(adapt.caught(), "the next wait may spin inline again");
+    assert!(caught.get(), "the next wait may spin inline again");
     // A wait that times out in the park tier does not.
-    adapt.note_caught(false);
+    caught.note(false);
     let o = climb(cell, &mut |v| v == 2, Some(0), pol, hw);
     assert_eq!(o.ended, Ended::TimedOut);
-    assert!(!adapt.caught());
+    assert!(!caught.get());
 }
 
 #[test]
@@ -186,8 +186,10 @@ fn the_hardware_tier_sees_a_change_of_the_high_half_of_a_u64() {
         adaptive: false,
         cstate: CState::C0_1,
     };
+    let caught = Caught::new();
     let learning = Learning {
         adapt: &adapt,
+        caught: &caught,
         stats: &stats,
     };
     let o = climb_word(

@@ -1,0 +1,88 @@
+//! The park half's announcement is withdrawn however a park ends: a panic of the
+//! predicate, or a futex wait that fails (an injected failure).
+
+use super::*;
+use crate::sys::inject;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+fn cell() -> (MonitorLine, Sleepers) {
+    (MonitorLine::new(0, false), Sleepers::new(false))
+}
+
+struct Quiet;
+impl OnWake for Quiet {
+    fn parked_woken(&self) {}
+}
+
+#[test]
+fn the_state_word_starts_the_line_after_the_value() {
+    assert_eq!(std::mem::offset_of!(MonitorLine, value), 0);
+    assert_eq!(std::mem::offset_of!(MonitorLine, state), 64);
+}
+
+#[test]
+fn idle_notifies_clear_fenced_only_after_a_whole_run() {
+    let (line, s) = cell();
+    line.state.store(FENCED, Ordering::Relaxed);
+    for n in 1..FENCED_IDLE_NOTIFIES {
+        line.store(&s, n, &Quiet);
+        assert_eq!(line.state.load(Ordering::Relaxed), FENCED | (n * IDLE_ONE));
+    }
+    line.store(&s, 0, &Quiet);
+    assert_eq!(
+        line.state.load(Ordering::Relaxed),
+        0,
+        "the last of the run clears"
+    );
+    line.store(&s, 1, &Quiet);
+    assert_eq!(
+        line.state.load(Ordering::Relaxed),
+        0,
+        "the light path counts nothing"
+    );
+}
+
+#[test]
+fn a_wake_of_a_parked_waiter_ends_the_run_of_idle_notifies() {
+    let (line, s) = cell();
+    // One waiter counted (nobody sleeps in the queue: the wake finds nobody).
+    line.state
+        .store(FENCED | (7 * IDLE_ONE) | 1, Ordering::Relaxed);
+    line.store(&s, 1, &Quiet);
+    assert_eq!(line.state.load(Ordering::Relaxed), FENCED | 1);
+}
+
+#[test]
+fn a_shared_or_armed_cell_counts_no_idle_notifies() {
+    let (line, s) = cell();
+    line.state
+        .store(FENCED | ASYNC_REGISTERED, Ordering::Relaxed);
+    line.notify(&s, park::ALL, &Quiet);
+    assert_eq!(line.state.load(Ordering::Relaxed) & IDLE_MASK, 0);
+    let shared = MonitorLine::new(0, true);
+    let s = Sleepers::new(true);
+    shared.store(&s, 1, &Quiet);
+    assert_eq!(shared.state.load(Ordering::Relaxed), SHARED_SLOW);
+}
+
+#[test]
+fn a_panicking_predicate_withdraws_the_announcement() {
+    let (line, s) = cell();
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        line.park(&s, &mut |_| panic!("the predicate panics"), None)
+    }));
+    assert!(r.is_err());
+    assert_eq!(line.parked(), 0);
+}
+
+#[test]
+fn a_failing_futex_wait_withdraws_the_announcement() {
+    let (line, s) = cell();
+    inject::set_futex_wait_errno(Some(libc::ENOSYS));
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        line.park(&s, &mut |_| false, Some(crate::sys::clock::now_ns()))
+    }));
+    inject::set_futex_wait_errno(None);
+    assert!(matches!(r, Ok(Err(_))), "the park returns, without panic");
+    assert_eq!(line.parked(), 0);
+}
