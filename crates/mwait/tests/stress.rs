@@ -198,6 +198,15 @@ const LOST_AFTER: Duration = Duration::from_millis(2);
 #[cfg(target_os = "linux")]
 const PROMPT: Duration = Duration::from_micros(200);
 
+/// The notifier's delay between seeing the future armed and its first store steps
+/// through `0..STORE_DELAY_STEPS` times this, round after round.
+#[cfg(target_os = "linux")]
+const STORE_DELAY_STEP: Duration = Duration::from_nanos(100);
+
+/// See [`STORE_DELAY_STEP`]: delays from 0 to 6.3 µs, the span of a `membarrier`.
+#[cfg(target_os = "linux")]
+const STORE_DELAY_STEPS: u64 = 64;
+
 /// The cache lines the notifier writes between its two stores (a message's payload):
 /// they keep the second store in the store buffer while the light notify's load of the
 /// waiter state runs.
@@ -260,9 +269,10 @@ impl std::task::Wake for Noop {
 /// The lost wake-up of a future's arm racing two notifies, reproduced physically. Each
 /// round, on a fresh cell:
 /// - the waiter (CPU 1) polls `wait_until_async(|v| v == 2)` once, which arms it and
-///   runs its barrier, then makes a blocking park-at-once wait for 2;
-/// - the notifier (CPU 0) waits until the future is armed, stores 1 (which takes the
-///   future's waker), writes 48 cold cache lines, and stores 2.
+///   runs its barrier, then makes a blocking wait for 2 that parks at once (no spin);
+/// - the notifier (CPU 0) waits until the future is armed, then for a delay that
+///   sweeps 0 to 6.3 µs over the rounds, stores 1 (which takes the future's waker),
+///   writes 48 cold cache lines, and stores 2.
 ///
 /// The verdict does not depend on timing: a round is lost when, after 2 has become
 /// visible, the waiter stays asleep in a futex wait on the cell for a value other
@@ -280,7 +290,10 @@ fn a_notify_inside_an_arms_barrier_is_never_lost() {
     use std::task::{Context, Waker};
 
     let n = rounds();
-    let park_at_once = WaitPolicy::new().backend(Backend::Futex);
+    // No spin: the waiter parks while the second store may still be in flight.
+    let park_at_once = WaitPolicy::new()
+        .backend(Backend::Futex)
+        .spin(Duration::ZERO);
     // The round's cell, the rounds the waiter has published and ended, and its tid.
     let cell_of_round = Mutex::new(None::<Arc<WaitCell>>);
     let (published, returned) = (AtomicU64::new(0), AtomicU64::new(0));
@@ -302,6 +315,12 @@ fn a_notify_inside_an_arms_barrier_is_never_lost() {
                 }
                 let cell = cell_of_round.lock().unwrap().clone().expect("published");
                 while cell.armed_async_waiters() == 0 {
+                    std::hint::spin_loop();
+                }
+                // Where the arm's barrier interrupts us decides the race: the rounds
+                // sweep the time from the arm to the first store.
+                let until = Instant::now() + STORE_DELAY_STEP * (round % STORE_DELAY_STEPS) as u32;
+                while Instant::now() < until {
                     std::hint::spin_loop();
                 }
                 cell.store(1);
