@@ -27,14 +27,16 @@
 //!   turns it off again).
 //! - **Spinning cannot help.** On a machine with more runnable threads than CPUs a
 //!   spinner burns a CPU that the partner may need: waits whose cell's last spin
-//!   failed skip the spin and the hardware tier while that lasts (`load.rs`). And when a notifier wakes a parked waiter that
-//!   went to sleep on
-//!   the notifier's own CPU, the pair shares a CPU (both pinned to it, say): a spin of
-//!   either would only delay the other, so that wake counts as a failed spin.
+//!   failed skip the spin and the hardware tier while that lasts (`load.rs`). And
+//!   when a notifier wakes a parked waiter that went to sleep on the notifier's own
+//!   CPU, the pair shares a CPU: the notifier leaves it where
+//!   another CPU is free (`apart.rs`); where it stays (both pinned to it, say), a spin
+//!   of either would only delay the other, so that wake counts as a failed spin.
 //!
 //! These are heuristics, not protocol: relaxed std atomics, racy read-modify-write
 //! is fine, and loom does not track them.
 
+use super::apart;
 use crate::protocol::OnWake;
 use crate::sys;
 use std::cell::Cell;
@@ -190,28 +192,26 @@ impl Adaptive {
         }
     }
 
-    /// Called by a notifier that is waking parked waiters: whether the (last) parked
-    /// waiter slept on the notifier's CPU. If so the pair shares a CPU and a spin
-    /// would have failed: recorded as such.
+    /// Called by a notifier that is waking parked waiters: the notifier's CPU if the
+    /// (last) parked waiter slept on it (the pair shares a CPU), else `None`.
     #[inline]
-    pub(crate) fn waking_on_same_cpu(&self) -> bool {
+    pub(crate) fn waking_on_same_cpu(&self) -> Option<u32> {
         let cpu = sys::current_cpu();
-        let same = cpu != u32::MAX && self.parked_cpu.load(Relaxed) == cpu;
-        if same {
-            self.record_spin(false);
-        }
-        same
+        (cpu != u32::MAX && self.parked_cpu.load(Relaxed) == cpu).then_some(cpu)
     }
 }
 
 impl OnWake for Adaptive {
     /// Remembers the hand-off (the answer we may wait for next comes after the
-    /// partner's wake-up), unless the partner shares our CPU. After the wake, not
-    /// before: this bookkeeping (the CPU number, the cell's score) is not on the woken
-    /// waiter's path then.
+    /// partner's wake-up). A partner that slept on our CPU makes us leave that CPU
+    /// where another one is free (`apart.rs`); where we stay, the pair shares a CPU, a
+    /// spin would only delay the partner, and the wake counts as a failed spin. After
+    /// the wake, not before: this bookkeeping (the CPU number, the cell's score, a
+    /// move) is not on the woken waiter's path then.
     fn parked_woken(&self) {
-        if !self.waking_on_same_cpu() {
-            note_woke();
+        match self.waking_on_same_cpu() {
+            Some(cpu) if !apart::leave_cpu(cpu) => self.record_spin(false),
+            _ => note_woke(),
         }
     }
 }

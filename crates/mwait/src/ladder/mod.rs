@@ -19,6 +19,7 @@
 //! the spin tier and the hardware tier) `stats.rs`.
 
 pub(crate) mod adapt;
+mod apart;
 pub(crate) mod estimate;
 pub(crate) mod load;
 pub(crate) mod stats;
