@@ -1,12 +1,16 @@
 //! The cold-start section: every cold scenario of [`mwait_benches::cold`] in fresh
 //! child processes, in interleaved rounds, and the targets judged on them.
 
-use crate::judge::{in_process_target, ratio_target, Verdict};
+use crate::judge::{in_process_target, per_process_target, ratio_target, Verdict};
 use crate::{num, Out};
 use mwait_benches::cold::{self, Measures, Scenario};
 use mwait_benches::{median, min_max, round_order};
 use std::fmt::Write as _;
 use std::time::Duration;
+
+/// The share of fresh processes in which the unpinned cold ping-pong's first round
+/// trips must hold their bound.
+const UNPINNED_SHARE: f64 = 0.9;
 
 /// How much one cold run measures.
 pub struct ColdBudget {
@@ -278,14 +282,18 @@ pub fn targets(runs: &ColdRuns) -> Vec<(String, Verdict)> {
         (Scenario::LatePartner, "partner 2 ms late"),
         (Scenario::AfterPause, "after a 2 ms pause mid-run"),
     ] {
-        t.push(in_process_target(
-            &format!(
-                "cold pingpong, {label}: first {} p50 <= 2x pause",
-                cold::FIRST
-            ),
-            &runs.series(s, "waitcell", "first_vs_pause"),
-            |r| r <= 2.0,
-        ));
+        let first = format!(
+            "cold pingpong, {label}: first {} p50 <= 2x pause",
+            cold::FIRST
+        );
+        let first_ratios = runs.series(s, "waitcell", "first_vs_pause");
+        t.push(if s == Scenario::Unpinned {
+            // Where the scheduler puts two unpinned threads differs from process
+            // to process: judged in each one (issue 24: 9 of 10).
+            per_process_target(&first, &first_ratios, |r| r <= 2.0, UNPINNED_SHARE)
+        } else {
+            in_process_target(&first, &first_ratios, |r| r <= 2.0)
+        });
         t.push(in_process_target(
             &format!("cold pingpong, {label}: steady p50 <= 1.1x pause"),
             &runs.series(s, "waitcell", "steady_vs_pause"),

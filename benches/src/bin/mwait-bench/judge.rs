@@ -110,6 +110,35 @@ pub fn in_process_target(
     )
 }
 
+/// A target judged process by process: holds when at least `share` of the rounds'
+/// in-process ratios (one fresh process each) meet the bound, so that a bimodal
+/// result (most processes fine, some far off) cannot hide behind a median.
+pub fn per_process_target(
+    what: &str,
+    ratios: &[f64],
+    holds: impl Fn(f64) -> bool,
+    share: f64,
+) -> (String, Verdict) {
+    let good = ratios.iter().filter(|&&r| holds(r)).count();
+    let needed = (share * ratios.len() as f64).ceil() as usize;
+    let (lo, hi) = min_max(ratios);
+    let listed: Vec<String> = ratios.iter().map(|r| format!("{r:.2}x")).collect();
+    (
+        format!(
+            "{what}: {good} of {} fresh processes within the bound, {needed} needed \
+             (each a ratio of two mechanisms measured side by side in one process: {}; \
+             range {lo:.2}–{hi:.2}x)",
+            ratios.len(),
+            listed.join(", ")
+        ),
+        if ratios.is_empty() {
+            Verdict::NoMeasurement
+        } else {
+            Verdict::of(good >= needed)
+        },
+    )
+}
+
 /// An interference target between waitcell and futex, judged on placement-matched
 /// per-round ratios (`matched`; `unmatched`: the plain per-round ratios, shown
 /// beside). With the CPUs oversubscribed both park in the kernel and are woken by
