@@ -9,13 +9,14 @@
 //! first wake-ups (a start-up handshake, the process's one-time backend selection)
 //! place a thread beside the one that created or woke it.
 //!
-//! A notifier that has just woken a waiter that went to sleep on the notifier's own
-//! CPU ([`Adaptive::waking_on_same_cpu`](super::adapt::Adaptive::waking_on_same_cpu))
-//! therefore leaves that CPU, where it may: its affinity mask names other CPUs, the
+//! A thread that has woken a waiter that went to sleep on the thread's own CPU
+//! ([`Woke::Beside`](super::adapt::Woke::Beside)) and then waits itself, for the
+//! partner's answer most likely, therefore leaves that CPU at the start of that
+//! wait, where it may: its affinity mask names other CPUs, the
 //! process has more than one, and the machine has no more runnable threads than CPUs
 //! (`load.rs`, so that a CPU is likely free). It takes its CPU out of its affinity
 //! mask, which makes the kernel migrate it before the call returns, and then puts the
-//! mask back as it was; the woken waiter runs on the CPU that the notifier left.
+//! mask back as it was; the woken partner runs on the CPU that the thread left.
 //! The scheduler may bring the pair together again (other threads' wake-ups, a busy
 //! machine): a thread leaves again after [`LEAVE_GAP_MIN_NS`], and each time it has to
 //! leave again soon the gap doubles, up to [`LEAVE_GAP_MAX_NS`], so that a scheduler
@@ -54,11 +55,15 @@ fn next_gap(since: u64, gap: u64) -> u64 {
     }
 }
 
-/// Called by a notifier that has just woken a waiter parked on CPU `cpu`, the
-/// notifier's own: moves this thread to another CPU where that is allowed and
-/// likely to help. Returns whether it moved.
+/// Called at the start of a wait by a thread that has woken a waiter parked on CPU
+/// `cpu`, its own then: moves this thread to another CPU where that is allowed and
+/// likely to help. Returns whether the two are apart now.
 #[cold]
 pub(crate) fn leave_cpu(cpu: u32) -> bool {
+    if sys::current_cpu() != cpu {
+        // The scheduler has moved this thread meanwhile.
+        return true;
+    }
     let now = now_ns();
     let (last, gap) = LAST_LEAVE.with(Cell::get);
     let since = if last == 0 {
