@@ -8,6 +8,7 @@
 
 pub mod cold;
 pub mod impls;
+pub mod scale;
 pub mod scenarios;
 
 use mwait_support::nearest_rank;

@@ -89,8 +89,10 @@ macro_rules! md {
 }
 
 mod cold;
+mod scale;
 
 use cold::{ColdBudget, ColdRuns};
+use scale::{ScaleBudget, ScaleRuns};
 
 /// The command line: `[--quick] [--out DIR] [--only BENCH]`.
 #[derive(Debug)]
@@ -101,7 +103,7 @@ struct Options {
 }
 
 /// The benches `--only` can name.
-const BENCHES: [&str; 8] = [
+const BENCHES: [&str; 9] = [
     "pingpong",
     "same_cpu",
     "notify",
@@ -109,6 +111,7 @@ const BENCHES: [&str; 8] = [
     "interference",
     "barrier",
     "cold",
+    "scale",
     "async",
 ];
 
@@ -177,6 +180,8 @@ struct Measured {
     barrier: Vec<(String, f64)>,
     /// The cold starts, where they ran.
     cold: Option<ColdRuns>,
+    /// The scale scenarios, where they ran.
+    scale: Option<ScaleRuns>,
 }
 
 /// The interference comparisons of waitcell with futex: placement-matched
@@ -194,8 +199,10 @@ fn main() {
     if mwait_support::compute_worker_entry(&args) {
         return;
     }
-    if let Some(cold) = mwait_benches::cold::child_entry(&args) {
-        match cold {
+    let child = mwait_benches::cold::child_entry(&args)
+        .or_else(|| mwait_benches::scale::busy_child_entry(&args));
+    if let Some(child) = child {
+        match child {
             Ok(m) => println!("{m}"),
             Err(e) => {
                 eprintln!("mwait-bench: {e}");
@@ -213,8 +220,9 @@ fn main() {
     let opts = Options::parse(&args).unwrap_or_else(|e| {
         eprintln!(
             "mwait-bench: {e}\nusage: mwait-bench [--quick] [--out DIR] [--only BENCH] \
-             (or {} SCENARIO IMPL AMOUNT, {TIERS_ARG})",
-            mwait_benches::cold::COLD_ARG
+             (or {} SCENARIO IMPL AMOUNT, {} MODE MILLIS, {TIERS_ARG})",
+            mwait_benches::cold::COLD_ARG,
+            mwait_benches::scale::BUSY_ARG
         );
         std::process::exit(2);
     });
@@ -239,6 +247,7 @@ fn main() {
         interference: interference(&mut o, &ctx),
         barrier: barrier(&mut o, &ctx),
         cold: cold_starts(&mut o, &ctx),
+        scale: scale_section(&mut o, &ctx, opts.quick),
     };
     async_pingpong(&mut o, &ctx);
     targets_section(&mut o, &targets(&m), ctx.only.as_deref());
@@ -302,6 +311,19 @@ fn cold_starts(o: &mut Out, ctx: &Ctx) -> Option<ColdRuns> {
     eprintln!("cold ...");
     let runs = cold::measure(&ctx.b.cold);
     cold::section(o, &runs, &ctx.b.cold);
+    Some(runs)
+}
+
+/// The scale scenarios, sized from the process's CPUs (see
+/// [`mwait_benches::scale`]).
+fn scale_section(o: &mut Out, ctx: &Ctx, quick: bool) -> Option<ScaleRuns> {
+    if !ctx.runs("scale") {
+        return None;
+    }
+    eprintln!("scale ...");
+    let b = ScaleBudget::new(if quick { 1 } else { FULL_SCALE });
+    let runs = scale::measure(&b, ctx.process_cpus);
+    scale::section(o, &runs, &b);
     Some(runs)
 }
 
@@ -866,6 +888,7 @@ fn targets(m: &Measured) -> Vec<(String, Verdict)> {
     ]
     .into_iter()
     .chain(m.cold.as_ref().map(cold::targets).unwrap_or_default())
+    .chain(m.scale.as_ref().map(scale::targets).unwrap_or_default())
     .collect()
 }
 
