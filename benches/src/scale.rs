@@ -282,38 +282,59 @@ pub struct BusyMode {
     pub mechanism: &'static str,
     /// A variable set in the child's environment.
     pub env: Option<(&'static str, &'static str)>,
+    /// Values the producer publishes back to back each period (see
+    /// [`busy_process`]).
+    pub burst: u32,
 }
 
-/// The busy process's modes (`waitcell-xchg` is the default WaitCell in a process
-/// started with `MWAIT_MEMBARRIER=0`, whose notify is an exchange instead of a plain
-/// store, and whose parks issue no `membarrier`).
-pub const BUSY_MODES: [BusyMode; 3] = [
-    BusyMode {
-        name: "waitcell",
-        mechanism: "waitcell",
-        env: None,
-    },
-    BusyMode {
-        name: "waitcell-xchg",
-        mechanism: "waitcell",
-        env: Some(("MWAIT_MEMBARRIER", "0")),
-    },
-    BusyMode {
-        name: "futex",
-        mechanism: "futex",
-        env: None,
-    },
+/// The values of a burst: more than the 32 notifies in a row that find nobody
+/// parked after which a WaitCell clears its `FENCED` bit, so that every period's
+/// park pays `membarrier` again (`protocol.rs`, "A cell that parks often").
+pub const BURST: u32 = 40;
+
+/// The busy process's modes: each mechanism with one value per period (a
+/// WaitCell's waiter parks for every value and, its cell keeping `FENCED`, issues
+/// `membarrier` once in the whole run) and with a [`BURST`] per period (a
+/// `membarrier` per park in the default mode). `xchg`: the default WaitCell in a
+/// process started with `MWAIT_MEMBARRIER=0`, whose notify is an exchange instead of
+/// a plain store and whose parks issue no `membarrier`.
+pub const BUSY_MODES: [BusyMode; 6] = [
+    busy_mode("waitcell", "waitcell", None, 1),
+    busy_mode("waitcell-xchg", "waitcell", Some(XCHG), 1),
+    busy_mode("futex", "futex", None, 1),
+    busy_mode("waitcell-burst", "waitcell", None, BURST),
+    busy_mode("waitcell-xchg-burst", "waitcell", Some(XCHG), BURST),
+    busy_mode("futex-burst", "futex", None, BURST),
 ];
+
+/// The environment of the `xchg` modes.
+const XCHG: (&str, &str) = ("MWAIT_MEMBARRIER", "0");
+
+const fn busy_mode(
+    name: &'static str,
+    mechanism: &'static str,
+    env: Option<(&'static str, &'static str)>,
+    burst: u32,
+) -> BusyMode {
+    BusyMode {
+        name,
+        mechanism,
+        env,
+        burst,
+    }
+}
 
 /// How often the busy process's pair hands a value over.
 pub const BUSY_PERIOD: Duration = Duration::from_millis(1);
 
 /// The child of the busy process: [`busy_workers`] compute threads (pinned to CPUs
 /// 2, 3, ... modulo the CPUs) run for `duration` beside a producer (CPU 0) that
-/// publishes a value every [`BUSY_PERIOD`] and a waiter (CPU 1) that waits for each
-/// one, through `make`. Measures the compute threads' iterations per second, the
-/// values the waiter saw, and the share of the waiter's waits that parked.
-pub fn busy_process(make: Make, duration: Duration) -> Measures {
+/// publishes a value every [`BUSY_PERIOD`] (and, with a `burst` above 1, `burst - 1`
+/// more back to back as soon as the waiter has seen the first) and a waiter (CPU 1)
+/// that waits for each next value, through `make`. Measures the compute threads'
+/// iterations per second, the values the waiter saw, and the share of the waiter's
+/// waits that parked.
+pub fn busy_process(make: Make, duration: Duration, burst: u32) -> Measures {
     let cpus = affinity_cpus();
     let workers = busy_workers(cpus);
     let signal: Arc<dyn Signal> = Arc::from(make());
@@ -326,23 +347,36 @@ pub fn busy_process(make: Make, duration: Duration) -> Measures {
             let mut v = 0u32;
             while !stop.load(Ordering::Acquire) {
                 v = signal.wait_ge(v.wrapping_add(1));
-                got.store(v, Ordering::Relaxed);
+                got.store(v, Ordering::Release);
             }
         })
     };
     let producer = {
-        let (signal, stop) = (signal.clone(), stop.clone());
+        let (signal, stop, got) = (signal.clone(), stop.clone(), got.clone());
         thread::spawn(move || {
             pin_to_cpu(0);
             let t0 = Instant::now();
-            let mut v = 0u32;
+            let (mut period, mut v) = (0u32, 0u32);
             while !stop.load(Ordering::Acquire) {
-                v += 1;
-                let next = BUSY_PERIOD * v;
-                if let Some(left) = next.checked_sub(t0.elapsed()) {
+                period += 1;
+                if let Some(left) = (BUSY_PERIOD * period).checked_sub(t0.elapsed()) {
                     thread::sleep(left);
                 }
+                v = v.wrapping_add(1);
                 signal.set(v);
+                if burst > 1 {
+                    // The rest of the burst once the waiter is awake: notifies that
+                    // find nobody parked. Spinning, not yielding: a yield would hand
+                    // this CPU to a compute thread for a whole time slice.
+                    let until = Instant::now() + BUSY_PERIOD;
+                    while got.load(Ordering::Acquire) < v && Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
+                    for _ in 1..burst {
+                        v = v.wrapping_add(1);
+                        signal.set(v);
+                    }
+                }
             }
             signal.set(v.wrapping_add(1));
         })
@@ -381,7 +415,7 @@ pub fn busy_child_entry(args: &[String]) -> Option<Result<Measures, String>> {
     let Ok(ms) = ms.parse::<u64>() else {
         return Some(Err(format!("`{ms}` is not a number of ms")));
     };
-    Some(Ok(busy_process(make, Duration::from_millis(ms))))
+    Some(Ok(busy_process(make, Duration::from_millis(ms), m.burst)))
 }
 
 #[cfg(test)]
@@ -426,7 +460,7 @@ mod tests {
 
     #[test]
     fn the_busy_child_measures_and_refuses_what_it_does_not_know() {
-        let m = busy_process(by_name("waitcell").unwrap(), Duration::from_millis(30));
+        let m = busy_process(by_name("waitcell").unwrap(), Duration::from_millis(30), 3);
         assert!(m.get("compute_per_s") > 0.0, "{m}");
         assert!(m.get("handed_over") >= 1.0, "{m}");
         let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
