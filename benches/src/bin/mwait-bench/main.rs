@@ -23,7 +23,9 @@ use std::time::Duration;
 mod judge;
 mod svg;
 
-use judge::{in_process_target, matched_target, ratio_target, row, rows, Row, Verdict};
+use judge::{
+    in_process_target, matched_target, ratio_target, row, rows, Bound, Row, Target, Verdict,
+};
 use svg::svg;
 
 /// The hidden argument of the child that lists the usable WaitCell tiers.
@@ -68,6 +70,9 @@ struct Out {
     json: Vec<String>,
     md: String,
     svg_series: Vec<(String, Vec<u64>)>,
+    latency_cpu: Vec<(String, Vec<mwait_benches::tradeoff::Point>)>,
+    /// Every target as a JSON object (`Target::json`), for `summary.json`.
+    targets_json: Vec<String>,
 }
 
 fn num(x: f64) -> String {
@@ -90,6 +95,7 @@ macro_rules! md {
 
 mod cold;
 mod scale;
+mod tradeoff;
 
 use cold::{ColdBudget, ColdRuns};
 use scale::{ScaleBudget, ScaleRuns};
@@ -103,7 +109,7 @@ struct Options {
 }
 
 /// The benches `--only` can name.
-const BENCHES: [&str; 9] = [
+const BENCHES: [&str; 10] = [
     "pingpong",
     "same_cpu",
     "notify",
@@ -112,6 +118,7 @@ const BENCHES: [&str; 9] = [
     "barrier",
     "cold",
     "scale",
+    "latency_cpu",
     "async",
 ];
 
@@ -249,8 +256,17 @@ fn main() {
         cold: cold_starts(&mut o, &ctx),
         scale: scale_section(&mut o, &ctx, opts.quick),
     };
+    if ctx.runs("latency_cpu") {
+        eprintln!("latency_cpu ...");
+        o.latency_cpu = tradeoff::section(
+            &mut o,
+            Duration::from_millis(150) * if opts.quick { 1 } else { FULL_SCALE },
+        );
+    }
     async_pingpong(&mut o, &ctx);
-    targets_section(&mut o, &targets(&m), ctx.only.as_deref());
+    let targets = targets(&m);
+    targets_section(&mut o, &targets, ctx.only.as_deref());
+    o.targets_json = targets.iter().map(Target::json).collect();
     // Only now, after every measurement, is mwait asked what it detected and chose.
     let caps = mwait::Capabilities::detect();
     let sel = mwait::selection();
@@ -823,7 +839,16 @@ fn async_pingpong(o: &mut Out, ctx: &Ctx) {
 
 /// The report's targets (WaitCell default policy), each with its verdict: latency,
 /// CPU and interference ones on per-round paired ratios.
-fn targets(m: &Measured) -> Vec<(String, Verdict)> {
+/// The smaller of `a` and `b`; NaN if either is (`f64::min` would pass the other).
+fn lesser(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.min(b)
+    }
+}
+
+fn targets(m: &Measured) -> Vec<Target> {
     let of =
         |v: &[(String, f64)], n: &str| v.iter().find(|x| x.0 == n).map(|x| x.1).unwrap_or(f64::NAN);
     let nget = |n: &str| of(&m.notify, n);
@@ -833,57 +858,56 @@ fn targets(m: &Measured) -> Vec<(String, Verdict)> {
         in_process_target(
             "pingpong p50 <= 1.1x pause (interleaved with it)",
             &m.pingpong_interleaved,
-            |r| r <= 1.1,
+            Bound::AtMost(1.1),
         ),
-        (
+        Target::on(
             format!("notify <= 5 ns: {:.2} ns", nget("waitcell")),
-            Verdict::on(nget("waitcell"), nget("waitcell") <= 5.0),
+            nget("waitcell"),
+            Bound::AtMost(5.0),
         ),
-        (
+        Target::on(
             format!(
                 "notify >= 45x cheaper than atomic-wait ({:.0}x) and std-condvar ({:.0}x)",
                 nget("atomic-wait") / nget("waitcell"),
                 nget("std-condvar") / nget("waitcell")
             ),
-            Verdict::on(
-                nget("atomic-wait") + nget("std-condvar") + nget("waitcell"),
-                nget("atomic-wait") >= 45.0 * nget("waitcell")
-                    && nget("std-condvar") >= 45.0 * nget("waitcell"),
+            lesser(
+                nget("atomic-wait") / nget("waitcell"),
+                nget("std-condvar") / nget("waitcell"),
             ),
+            Bound::AtLeast(45.0),
         ),
         matched_target(
             "interference throughput >= 0.98x futex's",
             &i.thr_matched,
             i.thr_unmatched,
-            |r| r >= 0.98,
+            Bound::AtLeast(0.98),
         ),
         matched_target(
             "interference wake p50 <= futex's",
             &i.wake_matched,
             i.wake_unmatched,
-            |r| r <= 1.0,
+            Bound::AtMost(1.0),
         ),
         ratio_target(
             "same_cpu p50 <= 1.2x futex",
             row(&m.same_cpu, "waitcell"),
             row(&m.same_cpu, "futex"),
-            |r| r <= 1.2,
+            Bound::AtMost(1.2),
         ),
         in_process_target(
             "long_wait waiter CPU <= 1.2x futex (beside it)",
             &m.long_wait_beside,
-            |r| r <= 1.2,
+            Bound::AtMost(1.2),
         ),
-        (
+        Target::on(
             format!(
                 "barrier faster than std Barrier: {:.0} vs {:.0} ns per episode",
                 bget("waitcell"),
                 bget("std-barrier")
             ),
-            Verdict::on(
-                bget("waitcell") + bget("std-barrier"),
-                bget("waitcell") < bget("std-barrier"),
-            ),
+            bget("waitcell") / bget("std-barrier"),
+            Bound::Below(1.0),
         ),
     ]
     .into_iter()
@@ -893,23 +917,23 @@ fn targets(m: &Measured) -> Vec<(String, Verdict)> {
 }
 
 /// The targets with their verdicts and the count that hold.
-fn targets_section(o: &mut Out, targets: &[(String, Verdict)], only: Option<&str>) {
+fn targets_section(o: &mut Out, targets: &[Target], only: Option<&str>) {
     md!(
         o,
         "## Targets (WaitCell default policy)\n\nWarm ones first, then the same targets \
          judged on the cold starts.\n"
     );
-    for (t, v) in targets {
-        let label = match v {
+    for t in targets {
+        let label = match t.verdict {
             Verdict::Holds => "HOLDS:",
             Verdict::Tie => "TIE (past the bound by no more than chance explains):",
             Verdict::Missed => "MISSED:",
             Verdict::NoMeasurement if only.is_some() => "NOT RUN (outside --only):",
             Verdict::NoMeasurement => "MISSED (no measurement: see the failed runs above):",
         };
-        md!(o, "- {label} {t}");
+        md!(o, "- {label} {}", t.text);
     }
-    let count = |v: Verdict| targets.iter().filter(|t| t.1 == v).count();
+    let count = |v: Verdict| targets.iter().filter(|t| t.verdict == v).count();
     let ties = count(Verdict::Tie);
     let not_run = if only.is_some() {
         count(Verdict::NoMeasurement)
@@ -953,13 +977,19 @@ fn write_files(
         caps.brand, caps.hypervisor, caps.usable_cpus, ctx.process_cpus, caps.waitpkg, caps.monitorx, caps.monitor_mwait, sel.backend, opts.quick
     );
     let json = format!(
-        "{{\"machine\": {machine},\n \"results\": [\n  {}\n ]}}\n",
-        o.json.join(",\n  ")
+        "{{\"machine\": {machine},\n \"results\": [\n  {}\n ],\n \"targets\": [\n  {}\n ]}}\n",
+        o.json.join(",\n  "),
+        o.targets_json.join(",\n  ")
     );
     std::fs::write(format!("{out_dir}/summary.json"), json).unwrap();
     std::fs::write(format!("{out_dir}/pingpong.svg"), svg(&o.svg_series)).unwrap();
+    std::fs::write(
+        format!("{out_dir}/latency_cpu.svg"),
+        svg::latency_cpu(&o.latency_cpu),
+    )
+    .unwrap();
     print!("{}", o.md);
-    eprintln!("wrote {out_dir}/report.md, summary.json, pingpong.svg");
+    eprintln!("wrote {out_dir}/report.md, summary.json, pingpong.svg, latency_cpu.svg");
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! every CPU and the busy process, sized from the CPUs the process may use
 //! ([`mwait_benches::scale`]), with their targets.
 
-use crate::judge::{in_process_target, ratio_target, Verdict};
+use crate::judge::{in_process_target, ratio_target, Bound, Target};
 use crate::{num, Out};
 use mwait_benches::cold::Measures;
 use mwait_benches::scale::{self, BUSY_ARG, BUSY_MODES};
@@ -311,7 +311,7 @@ fn busy_series(runs: &ScaleRuns, mode: &str, key: &str) -> Vec<f64> {
 }
 
 /// The scale targets, on per-round paired ratios.
-pub fn targets(runs: &ScaleRuns) -> Vec<(String, Verdict)> {
+pub fn targets(runs: &ScaleRuns) -> Vec<Target> {
     let cpus = runs.cpus;
     let col = |series: &Series<[f64; 2]>, name: &str, k: usize| -> Vec<f64> {
         ScaleRuns::of(series, name).iter().map(|x| x[k]).collect()
@@ -323,7 +323,7 @@ pub fn targets(runs: &ScaleRuns) -> Vec<(String, Verdict)> {
                 scale::pair_count(cpus)
             ),
             &runs.pairs_vs_pause,
-            |r| r <= 1.1,
+            Bound::AtMost(1.1),
         ),
         ratio_target(
             &format!(
@@ -332,7 +332,7 @@ pub fn targets(runs: &ScaleRuns) -> Vec<(String, Verdict)> {
             ),
             &col(&runs.broadcast, "waitcell", 1),
             &col(&runs.broadcast, "futex", 1),
-            |r| r <= 1.0,
+            Bound::AtMost(1.0),
         ),
         ratio_target(
             &format!(
@@ -341,7 +341,7 @@ pub fn targets(runs: &ScaleRuns) -> Vec<(String, Verdict)> {
             ),
             ScaleRuns::of(&runs.barrier, "waitcell"),
             ScaleRuns::of(&runs.barrier, "std-barrier"),
-            |r| r < 1.0,
+            Bound::Below(1.0),
         ),
     ]
     .into_iter()
@@ -353,7 +353,7 @@ pub fn targets(runs: &ScaleRuns) -> Vec<(String, Verdict)> {
             ),
             &busy_series(runs, mode, "compute_per_s"),
             &busy_series(runs, futex_of(mode), "compute_per_s"),
-            |r| r >= 0.98,
+            Bound::AtLeast(0.98),
         )
     }))
     .collect()
