@@ -1,6 +1,8 @@
 //! `mwait-bench [--quick] [--out DIR] [--only BENCH]`: runs every scenario side by
-//! side and writes `DIR/report.md`, `DIR/summary.json` and `DIR/pingpong.svg`
-//! (default DIR: `target/mwait-bench`). `cargo xtask bench` runs it.
+//! side and writes `DIR/report.md`, `DIR/summary.json` (the measures, and every
+//! target with its value, bound, range and verdict), `DIR/pingpong.svg` and
+//! `DIR/latency_cpu.svg` (default DIR: `target/mwait-bench`). `cargo xtask bench`
+//! runs it.
 //!
 //! The process measures its warm scenarios without asking mwait anything first:
 //! mwait reads the machine and makes its selection at the first wait, which is a
