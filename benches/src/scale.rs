@@ -74,10 +74,10 @@ fn on_threads<T: Send + 'static>(
         .collect()
 }
 
-/// [`pair_count`]`(cpus)` ping-pongs of `make` at once, pair `k` on
-/// [`pair_cpus`]`(k)`, each warmed up and then sampled for `budget` from a common
-/// start. Returns every pair's round-trip samples together (ns, each the mean of
-/// [`ROUND_TRIP_BATCH`] round trips).
+/// [`pair_count`]`(cpus)` ping-pongs of `make` at once, pair `k` on CPUs `2k` and
+/// `2k + 1` (modulo `cpus`), each warmed up and then sampled for `budget` from a
+/// common start. Returns every pair's round-trip samples together (ns, each the mean
+/// of [`ROUND_TRIP_BATCH`] round trips).
 pub fn pairs(make: Make, cpus: usize, budget: Duration) -> Vec<u64> {
     on_threads(pair_count(cpus), move |k, start_line| {
         let mut pp = PingPong::start_with(make, Some(pair_cpus(k, cpus)), Duration::ZERO);

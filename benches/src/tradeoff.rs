@@ -28,7 +28,7 @@ pub const MECHANISMS: [&str; 5] = [
 ];
 
 /// The fewest stores measured at one gap.
-const MIN_STORES: u32 = 50;
+pub const MIN_STORES: u32 = 50;
 
 /// Below this much of a gap the producer spins instead of sleeping: a sleep
 /// overshoots by tens of µs (the timer slack and the wake-up).

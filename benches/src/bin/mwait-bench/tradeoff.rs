@@ -21,11 +21,12 @@ pub fn section(o: &mut Out, budget: Duration) -> Vec<(String, Vec<Point>)> {
     md!(
         o,
         "A producer on CPU 0 stores after each idle gap (slept, then spun for the last \
-         200 µs), a waiter on CPU 1 waits for every store; at least {} ms and 50 stores \
+         200 µs), a waiter on CPU 1 waits for every store; at least {} ms and {} stores \
          per gap. Each cell: the waiter's CPU share / its wake-up p50 (store to waiter \
          running). Drawn in `latency_cpu.svg`. `mwait::Parker` is not drawn: it does \
          not exist on this branch yet.\n",
-        budget.as_millis()
+        budget.as_millis(),
+        tradeoff::MIN_STORES
     );
     let head: Vec<String> = GAPS.iter().map(|g| format!("{g:?}")).collect();
     md!(o, "| impl | {} |", head.join(" | "));
