@@ -122,6 +122,11 @@ pub fn pairs_beside_pause(make: Make, cpus: usize, budget: Duration) -> PairsBes
             start_line(2 * i);
             let theirs = {
                 let mut p = PingPong::start_with(pause, Some(pins), Duration::ZERO);
+                // The fresh partner's start (milliseconds on a loaded host) is no
+                // round trip of the mechanism.
+                for _ in 0..WARMUP_ROUND_TRIPS {
+                    p.round_trip();
+                }
                 round_trips(&mut p, SLICE, SAMPLES_MAX)
             };
             // Dropping the PAUSE ping-pong unpinned this thread.

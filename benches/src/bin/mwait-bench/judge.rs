@@ -164,6 +164,15 @@ impl Target {
     }
 }
 
+/// The smaller of `a` and `b`; NaN if either is (`f64::min` would pass the other).
+pub fn lesser(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.min(b)
+    }
+}
+
 /// A target on a paired ratio: "`what`: median of N rounds 1.05x (0.98–1.12x)".
 pub fn ratio_target(what: &str, a: &[f64], b: &[f64], bound: Bound) -> Target {
     let (m, lo, hi) = paired_ratio(a, b);

@@ -3,7 +3,8 @@
 //! ([`mwait_benches::scale`]), with their targets.
 
 use crate::judge::{in_process_target, ratio_target, Bound, Target};
-use crate::{num, Out};
+use crate::report::{md, num, Out};
+use crate::Ctx;
 use mwait_benches::cold::Measures;
 use mwait_benches::scale::{self, BUSY_ARG, BUSY_MODES};
 use mwait_benches::{impls, median, min_max, round_order, stats};
@@ -30,7 +31,7 @@ impl ScaleBudget {
     pub fn new(scale: u32) -> ScaleBudget {
         ScaleBudget {
             rounds: if scale == 1 { 3 } else { 7 },
-            pairs: Duration::from_millis(200) * scale,
+            pairs: Duration::from_millis(600) * scale,
             broadcast: Duration::from_millis(1_500) * scale,
             barrier_episodes: 20_000 * scale,
             busy: Duration::from_millis(1_500) * scale,
@@ -67,8 +68,20 @@ impl ScaleRuns {
     }
 }
 
+/// The section: measures (unless `--only` leaves it out), writes its tables and
+/// judges its targets.
+pub fn run(o: &mut Out, ctx: &Ctx) {
+    if !ctx.runs("scale") {
+        return;
+    }
+    eprintln!("scale ...");
+    let runs = measure(&ctx.b.scale, ctx.process_cpus);
+    section(o, &runs, &ctx.b.scale);
+    o.targets.extend(targets(&runs));
+}
+
 /// Runs every scale scenario in interleaved rounds on the process's `cpus` CPUs.
-pub fn measure(b: &ScaleBudget, cpus: usize) -> ScaleRuns {
+fn measure(b: &ScaleBudget, cpus: usize) -> ScaleRuns {
     let make = |name: &str| impls::by_name(name).unwrap_or_else(|| panic!("no mechanism {name}"));
     let mut runs = ScaleRuns {
         cpus,
@@ -138,8 +151,8 @@ fn summary(v: &[f64], digits: usize) -> String {
     format!("{:.digits$} ({lo:.digits$}–{hi:.digits$})", median(v))
 }
 
-/// The section.
-pub fn section(o: &mut Out, runs: &ScaleRuns, b: &ScaleBudget) {
+/// The section's tables.
+fn section(o: &mut Out, runs: &ScaleRuns, b: &ScaleBudget) {
     let cpus = runs.cpus;
     md!(o, "## Scale (`scale`)\n");
     md!(
@@ -311,7 +324,7 @@ fn busy_series(runs: &ScaleRuns, mode: &str, key: &str) -> Vec<f64> {
 }
 
 /// The scale targets, on per-round paired ratios.
-pub fn targets(runs: &ScaleRuns) -> Vec<Target> {
+fn targets(runs: &ScaleRuns) -> Vec<Target> {
     let cpus = runs.cpus;
     let col = |series: &Series<[f64; 2]>, name: &str, k: usize| -> Vec<f64> {
         ScaleRuns::of(series, name).iter().map(|x| x[k]).collect()

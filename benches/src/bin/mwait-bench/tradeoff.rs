@@ -2,14 +2,25 @@
 //! waiter's CPU share across idle gaps ([`mwait_benches::tradeoff`]), drawn in
 //! `latency_cpu.svg`.
 
-use crate::{num, Out};
+use crate::report::{md, num, Out};
+use crate::Ctx;
 use mwait_benches::impls;
 use mwait_benches::tradeoff::{self, Point, GAPS, MECHANISMS};
 use std::fmt::Write as _;
 use std::time::Duration;
 
+/// The section: measures every curve (unless `--only` leaves it out), writes the
+/// table and keeps the curves for `latency_cpu.svg`.
+pub fn run(o: &mut Out, ctx: &Ctx) {
+    if !ctx.runs("latency_cpu") {
+        return;
+    }
+    eprintln!("latency_cpu ...");
+    o.latency_cpu = section(o, ctx.b.latency_cpu);
+}
+
 /// Measures every curve (`budget` per gap and mechanism) and writes the table.
-pub fn section(o: &mut Out, budget: Duration) -> Vec<(String, Vec<Point>)> {
+fn section(o: &mut Out, budget: Duration) -> Vec<(String, Vec<Point>)> {
     let curves: Vec<(String, Vec<Point>)> = MECHANISMS
         .iter()
         .map(|&name| {

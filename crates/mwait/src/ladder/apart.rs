@@ -75,7 +75,7 @@ pub(crate) fn leave_cpu(cpu: u32) -> bool {
         return false;
     }
     LAST_LEAVE.with(|l| l.set((now.max(1), next_gap(since, gap))));
-    if Capabilities::detect().usable_cpus <= 1 || !load::spinning_can_help(now) {
+    if Capabilities::detect().usable_cpus <= 1 || !load::allows_spin_now(now) {
         return false;
     }
     let Some(mask) = sys::ThreadCpus::of_this_thread().filter(|m| m.count() > 1) else {
@@ -163,7 +163,7 @@ mod tests {
         // A machine with more runnable threads than CPUs (other tests, other
         // processes) is the one case where the pair may stay together.
         assert!(
-            together < last.len() / 2 || !load::spinning_can_help(now_ns()),
+            together < last.len() / 2 || !load::allows_spin_now(now_ns()),
             "{together} of the last {} round trips on one CPU",
             last.len()
         );
