@@ -12,17 +12,17 @@
 //! A thread that has woken a waiter that went to sleep on the thread's own CPU
 //! ([`Woke::Beside`](super::adapt::Woke::Beside)) and then waits itself, for the
 //! partner's answer most likely, therefore leaves that CPU at the start of that
-//! wait, where it may: its affinity mask names other CPUs, the
-//! process has more than one, and the machine has no more runnable threads than CPUs
-//! (`load.rs`, so that a CPU is likely free). It takes its CPU out of its affinity
-//! mask, which makes the kernel migrate it before the call returns, and then puts the
-//! mask back as it was; the woken partner runs on the CPU that the thread left.
-//! The scheduler may bring the pair together again (other threads' wake-ups, a busy
-//! machine): a thread leaves again after [`LEAVE_GAP_MIN_NS`], and each time it has to
-//! leave again soon the gap doubles, up to [`LEAVE_GAP_MAX_NS`], so that a scheduler
-//! that keeps the pair together for reasons of its own is not fought on every hop.
-//! A pair pinned to one CPU (each mask names one CPU) stays together: there the
-//! same-CPU hand-off is the right way to wait.
+//! wait, where it may: its affinity mask names other CPUs, the process has more than
+//! one, and the machine has no more runnable threads than CPUs (`load.rs`, so that a
+//! CPU is likely free). It takes its CPU out of its affinity mask, which makes the
+//! kernel migrate it before the call returns, and then puts the mask back as it was;
+//! the woken partner runs on the CPU that the thread left. The scheduler may bring
+//! the pair together again (other threads' wake-ups, a busy machine): a thread leaves
+//! again after [`LEAVE_GAP_MIN_NS`], and each time it has to leave again soon the gap
+//! doubles, up to [`LEAVE_GAP_MAX_NS`], so that a scheduler that keeps the pair
+//! together for reasons of its own is not fought on every hop. A pair pinned to one
+//! CPU (each mask names one CPU) stays together: there the same-CPU hand-off is the
+//! right way to wait.
 
 use super::load;
 use crate::detect::Capabilities;
