@@ -87,9 +87,9 @@ fn tests() -> Res {
             .env("CARGO_TARGET_DIR", util::project_root().join("target/loom")),
     )?;
 
-    // 67 tests: about 95 s with an empty target/miri, 70 s warm, on a 2-vCPU guest
-    // (plus the nightly components' installation on a fresh machine, which
-    // `cargo xtask miri` does when they are missing).
+    // 108 tests, about two minutes on two CPUs (plus the nightly components'
+    // installation on a fresh machine, which `cargo xtask miri` does when they are
+    // missing).
     step("Miri: the unit tests and the integration tests that need no process");
     crate::miri::run(&[])?;
     Ok(())

@@ -67,6 +67,16 @@ pub fn deny_syscall(nr: libc::c_long, errno: u16) -> std::io::Result<()> {
     sys::deny_syscall(nr, errno)
 }
 
+/// Runs `f` in a child of `fork()` and returns the child's exit status: `f`'s value
+/// (0 to 255), or -1 if it panicked or the child could not be made or waited for.
+/// The child has only the calling thread: `f` must not wait for a lock another
+/// thread may have held at the fork (allocating included, with some allocators).
+/// Linux only.
+#[cfg(target_os = "linux")]
+pub fn in_forked_child(f: impl FnOnce() -> i32) -> i32 {
+    sys::in_forked_child(f)
+}
+
 /// The CPU the calling thread runs on (`usize::MAX` where unknown). On Linux a vDSO
 /// read, cheap enough to take beside a timed wake.
 pub fn current_cpu() -> usize {

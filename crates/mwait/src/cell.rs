@@ -5,7 +5,7 @@
 //! The ordering argument behind the writers and the park is in `protocol.rs` ("Notes
 //! about memory ordering"); the tier ladder is `ladder/`.
 
-use crate::ladder::adapt::Adaptive;
+use crate::ladder::adapt::{Adaptive, Caught};
 use crate::ladder::stats::{CellStats, WaitStats};
 use crate::policy::WaitPolicy;
 use crate::primitive::{const_fn_unless_loom, fence, AtomicU32, Ordering};
@@ -16,16 +16,17 @@ use std::fmt;
 /// The rest of the cell, after the state word on the line that follows the monitor
 /// line: read by waiters, written only by waiters (and the wake stamp, on the notify
 /// slow path). The statistics are eight 32-bit counters, so the cell stays 256 bytes,
-/// and they sit past offset 128, in the second 128-byte pair of lines: a waiter
-/// writes them on every wait, and the line beside the monitor line (in its 128-byte
-/// pair, which adjacent-line prefetchers fetch together into the notifier's cache,
-/// and where the notifier reads `state` on every notify) is kept to what waiters
-/// mostly read.
+/// and they sit past offset 128, in the second 128-byte pair of lines, with the
+/// `caught` flag: a waiter writes them on every wait, and the line beside the monitor
+/// line (in its 128-byte pair, which adjacent-line prefetchers fetch together into the
+/// notifier's cache, and where the notifier reads `state` on every notify) is kept to
+/// what waiters mostly read.
 #[repr(C)]
 struct WaiterLine {
     adapt: Adaptive,
     policy: WaitPolicy,
     stats: CellStats,
+    caught: Caught,
     sleepers: Sleepers,
 }
 
@@ -140,6 +141,7 @@ impl WaitCell {
                     adapt: Adaptive::new(),
                     policy,
                     stats: CellStats::new(),
+                    caught: Caught::new(),
                     sleepers: Sleepers::new(shared),
                 },
             }
@@ -407,6 +409,11 @@ mod tests {
     fn the_counters_sit_off_the_monitor_lines_pair_and_the_cell_is_256_bytes() {
         let stats = offset_of!(WaitCell, waiters) + offset_of!(WaiterLine, stats);
         assert!(stats >= 128, "{stats}");
+        let caught = offset_of!(WaitCell, waiters) + offset_of!(WaiterLine, caught);
+        assert!(
+            caught >= 128,
+            "the flag a caught wait writes is off the state's line"
+        );
         assert_eq!(size_of::<WaitCell>(), 256);
     }
 

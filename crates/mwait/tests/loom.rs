@@ -12,8 +12,8 @@
 //! yield that may end spuriously.
 #![cfg(loom)]
 
-mod common;
-use common::model;
+mod support;
+use support::model;
 
 use loom::sync::Arc;
 use loom::thread;

@@ -18,6 +18,7 @@ impl WaitCell {
             line: &self.line,
             sleepers: &self.waiters.sleepers,
             adapt: &self.waiters.adapt,
+            caught: &self.waiters.caught,
             stats: &self.waiters.stats,
         }
     }
@@ -80,7 +81,7 @@ impl WaitCell {
     /// starts after them. Untimed waits only, and only where the policy spins.
     #[inline(always)]
     fn inline_spin(&self, pred: &mut impl FnMut(u32) -> bool, policy: &WaitPolicy) -> Option<u32> {
-        if !(policy.allows_inline_spin() && self.waiters.adapt.inline_spin_ok()) {
+        if !(policy.allows_inline_spin() && self.waiters.caught.inline_spin_ok()) {
             return None;
         }
         let loads = estimate::inline_spin_loads();

@@ -61,10 +61,44 @@ pub(crate) struct Adaptive {
     probe_every: AtomicU32,
     /// The CPU the last waiter to park went to sleep on.
     parked_cpu: AtomicU32,
-    /// 1 while the last spin of the ladder caught the change (and no wait parked
-    /// since): the next untimed wait may then spin its first loads inline, see
-    /// [`Adaptive::inline_spin_ok`].
-    caught: AtomicU32,
+}
+
+/// 1 while the last spin of the ladder on a cell caught the change (and no wait
+/// parked since): the next untimed wait may then spin its first loads inline, see
+/// [`Caught::inline_spin_ok`]. A wait caught in the park tier writes it twice (off,
+/// then on), so the cell keeps it away from the line that holds the state word, which
+/// the notifier loads on every notify.
+#[derive(Debug)]
+pub(crate) struct Caught(AtomicU32);
+
+impl Caught {
+    pub(crate) const fn new() -> Caught {
+        Caught(AtomicU32::new(0))
+    }
+
+    /// Whether a wait may spin its first loads inline, before the ladder: the last spin
+    /// of the ladder on this cell caught the change and no wait has parked since (a
+    /// spin that catches its partner is not stopped by the run queue's length, see
+    /// `load.rs`). One load, no clock.
+    #[inline(always)]
+    pub(crate) fn inline_spin_ok(&self) -> bool {
+        self.get()
+    }
+
+    /// Whether the cell's last spin caught the change (and no park came since).
+    #[inline(always)]
+    pub(crate) fn get(&self) -> bool {
+        self.0.load(Relaxed) != 0
+    }
+
+    /// Notes whether the ladder's spin caught the change (`false` also when a wait
+    /// parks). Stores only on a change.
+    #[inline]
+    pub(crate) fn note(&self, caught: bool) {
+        if self.get() != caught {
+            self.0.store(u32::from(caught), Relaxed);
+        }
+    }
 }
 
 impl Adaptive {
@@ -74,7 +108,6 @@ impl Adaptive {
             skips: AtomicU32::new(0),
             probe_every: AtomicU32::new(PROBE_MIN),
             parked_cpu: AtomicU32::new(u32::MAX),
-            caught: AtomicU32::new(0),
         }
     }
 
@@ -96,30 +129,6 @@ impl Adaptive {
         } else {
             self.skips.store(left - 1, Relaxed);
             0
-        }
-    }
-
-    /// Whether a wait may spin its first loads inline, before the ladder: the last spin
-    /// of the ladder on this cell caught the change and no wait has parked since (a
-    /// spin that catches its partner is not stopped by the run queue's length, see
-    /// `load.rs`). One load, no clock.
-    #[inline(always)]
-    pub(crate) fn inline_spin_ok(&self) -> bool {
-        self.caught()
-    }
-
-    /// Whether the cell's last spin caught the change (and no park came since).
-    #[inline(always)]
-    pub(crate) fn caught(&self) -> bool {
-        self.caught.load(Relaxed) != 0
-    }
-
-    /// Notes whether the ladder's spin caught the change (`false` also when a wait
-    /// parks). Stores only on a change.
-    #[inline]
-    pub(crate) fn note_caught(&self, caught: bool) {
-        if (self.caught.load(Relaxed) != 0) != caught {
-            self.caught.store(u32::from(caught), Relaxed);
         }
     }
 

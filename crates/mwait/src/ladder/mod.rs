@@ -32,7 +32,7 @@ use crate::primitive::{yield_now, AtomicU32, Ordering};
 use crate::protocol::{MonitorLine, Sleepers};
 use crate::sys::clock::now_ns;
 use crate::sys::park::Parked;
-use adapt::{Adaptive, Woke};
+use adapt::{Adaptive, Caught, Woke};
 use stats::CellStats;
 
 /// Length of one spin round of a waiter that never parks (`WaitPolicy::park(false)`
@@ -159,6 +159,7 @@ pub(crate) struct Waiter<'a> {
     pub(crate) line: &'a MonitorLine,
     pub(crate) sleepers: &'a Sleepers,
     pub(crate) adapt: &'a Adaptive,
+    pub(crate) caught: &'a Caught,
     pub(crate) stats: &'a CellStats,
 }
 
@@ -214,7 +215,7 @@ impl<'a> Climb<'a> {
         // the first's partner demonstrably answers in time, and the second's was
         // just made runnable (the adaptive score still limits failing hand-off spins
         // to probes). Neither lifts the gate for the hardware tier.
-        let caught = cell.adapt.caught();
+        let caught = cell.caught.get();
         // Whether the CPU we would hold is needed by others. A wait that will spin
         // starts from the last reading of the run queue and spins its first round of
         // loads before it reads the clock at all, so that a partner that answers
@@ -270,7 +271,7 @@ impl<'a> Climb<'a> {
             // whose spin the run-queue gate skipped (`load.rs`: only cells whose last
             // spin caught the change are exempt) would keep taking this path, its
             // waits never sleeping and never spinning again.
-            self.cell.adapt.note_caught(true);
+            self.cell.caught.note(true);
         }
         end(
             self.cell.stats,
@@ -357,7 +358,7 @@ fn spin_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32
             c.cell.stats.record_handoff(hit.is_some());
         }
         if c.pol.adaptive {
-            c.cell.adapt.note_caught(hit.is_some());
+            c.cell.caught.note(hit.is_some());
             if c.handoff {
                 c.cell.adapt.record_handoff_spin(hit.is_some());
             } else {
@@ -421,7 +422,7 @@ fn park_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Outcome {
         }
         let adapt = c.cell.adapt;
         adapt.note_parking();
-        adapt.note_caught(false);
+        c.cell.caught.note(false);
         // The clock is read around the sleep only on the parks that measure it.
         let parked_ns = estimate::wake_sample_due().then(now_ns);
         match c.cell.line.park(c.cell.sleepers, &mut *pred, c.deadline) {

@@ -21,10 +21,12 @@ fn run_hardware_tier(hw: &SimMonitor, target: u32) -> (Option<u32>, bool, u64) {
         adaptive: false,
         cstate: CState::C0_1,
     };
+    let caught = Caught::new();
     let cell = Waiter {
         line: &line,
         sleepers: &sleepers,
         adapt: &adapt,
+        caught: &caught,
         stats: &stats,
     };
     let mut c = Climb::start(cell, pol, None);
@@ -40,10 +42,12 @@ fn a_wait_that_finds_the_change_in_the_park_tier_counts_as_caught() {
         Adaptive::new(),
         CellStats::new(),
     );
+    let caught = Caught::new();
     let cell = Waiter {
         line: &line,
         sleepers: &sleepers,
         adapt: &adapt,
+        caught: &caught,
         stats: &stats,
     };
     // An adaptive wait whose spin is skipped (as the run-queue gate skips it),
@@ -57,16 +61,16 @@ fn a_wait_that_finds_the_change_in_the_park_tier_counts_as_caught() {
         adaptive: true,
         cstate: CState::C0_1,
     };
-    assert!(!adapt.caught());
+    assert!(!caught.get());
     let hw: Option<&SimMonitor> = None;
     let o = climb(cell, &mut |v| v == 1, None, pol, hw);
     assert_eq!((o.value, o.ended, o.slept), (1, Ended::Park, false));
-    assert!(adapt.caught(), "the next wait may spin inline again");
+    assert!(caught.get(), "the next wait may spin inline again");
     // A wait that times out in the park tier does not.
-    adapt.note_caught(false);
+    caught.note(false);
     let o = climb(cell, &mut |v| v == 2, Some(0), pol, hw);
     assert_eq!(o.ended, Ended::TimedOut);
-    assert!(!adapt.caught());
+    assert!(!caught.get());
 }
 
 #[test]

@@ -2,11 +2,11 @@ use super::*;
 
 #[test]
 fn the_inline_spin_follows_the_last_ladder_spin() {
-    let a = Adaptive::new();
+    let a = Caught::new();
     assert!(!a.inline_spin_ok(), "nothing caught yet");
-    a.note_caught(true);
+    a.note(true);
     assert!(a.inline_spin_ok(), "whatever the run queue says");
-    a.note_caught(false);
+    a.note(false);
     assert!(!a.inline_spin_ok(), "a failed spin or a park turns it off");
 }
 
