@@ -8,7 +8,9 @@
 
 pub mod cold;
 pub mod impls;
+pub mod scale;
 pub mod scenarios;
+pub mod tradeoff;
 
 use mwait_support::nearest_rank;
 use std::future::Future;
