@@ -84,10 +84,9 @@ pub(crate) fn leave_cpu(cpu: u32) -> bool {
     if !mask.move_off(cpu as usize) {
         return false;
     }
-    // `move_off` with a CPU that no mask can name restores the whole mask. Should
-    // the kernel refuse it (the cpuset changed meanwhile), the thread keeps the
-    // narrower mask, which is a subset of the one it had.
-    let _restored = mask.move_off(usize::MAX);
+    // Should the kernel refuse the mask as it was (the cpuset changed meanwhile), the
+    // thread keeps the narrower one, a subset of the one it had.
+    let _restored = mask.apply();
     sys::current_cpu() != cpu
 }
 
@@ -121,7 +120,7 @@ mod tests {
                 let mut cpus = Vec::new();
                 for i in 1..=n {
                     if i == together + 1 {
-                        assert!(mask.move_off(usize::MAX), "mask restored");
+                        assert!(mask.apply(), "mask restored");
                     }
                     if timer {
                         cells[0].store(i);

@@ -377,14 +377,24 @@ impl ThreadCpus {
             // SAFETY: `cpu` is below CPU_SETSIZE, the set's capacity.
             unsafe { libc::CPU_CLR(cpu, &mut set) };
         }
-        // SAFETY: CPU_COUNT only reads the set.
-        if unsafe { libc::CPU_COUNT(&set) } == 0 {
-            return false;
-        }
-        let n = core::mem::size_of::<libc::cpu_set_t>();
-        // SAFETY: `set` is a valid cpu_set_t of `n` bytes; pid 0 is this thread.
-        unsafe { libc::sched_setaffinity(0, n, &set) == 0 }
+        set_affinity(&set)
     }
+
+    /// Gives the calling thread these CPUs again; false if the kernel refused.
+    pub(crate) fn apply(&self) -> bool {
+        set_affinity(&self.0)
+    }
+}
+
+/// Restricts the calling thread to `set`; false when it is empty or the kernel refused.
+fn set_affinity(set: &libc::cpu_set_t) -> bool {
+    // SAFETY: CPU_COUNT only reads the set.
+    if unsafe { libc::CPU_COUNT(set) } == 0 {
+        return false;
+    }
+    let n = core::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: `set` is a valid cpu_set_t of `n` bytes; pid 0 is this thread.
+    unsafe { libc::sched_setaffinity(0, n, set) == 0 }
 }
 
 /// Failures that the crate's unit tests inject into this thread's futex waits, to

@@ -98,4 +98,9 @@ impl ThreadCpus {
     pub(crate) fn move_off(&self, _cpu: usize) -> bool {
         false
     }
+
+    /// Refused here.
+    pub(crate) fn apply(&self) -> bool {
+        false
+    }
 }
