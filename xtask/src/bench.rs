@@ -1,8 +1,8 @@
 //! `cargo xtask bench [--quick]`: runs the report runner of `benches/` (every scenario,
 //! every mechanism, side by side in one run, then the latency scenarios again as cold
 //! starts in fresh processes) and leaves `target/mwait-bench/report.md`,
-//! `summary.json` and `pingpong.svg`. `--quick` takes about two minutes; the full
-//! run about seven.
+//! `summary.json`, `pingpong.svg` and `latency_cpu.svg`. `--quick` takes about two
+//! minutes; the full run about ten.
 
 use crate::util::{self, cargo, project_root, step, Res};
 

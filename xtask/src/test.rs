@@ -89,7 +89,7 @@ fn tests() -> Res {
             .env("CARGO_TARGET_DIR", util::project_root().join("target/loom")),
     )?;
 
-    // 108 tests, about two minutes on two CPUs (plus the nightly components'
+    // 119 tests, about two minutes on two CPUs (plus the nightly components'
     // installation on a fresh machine, which `cargo xtask miri` does when they are
     // missing).
     step("Miri: the unit tests and the integration tests that need no process");

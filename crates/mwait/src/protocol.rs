@@ -160,6 +160,24 @@
 //! `membarrier` again; a cell that is mostly stored to with nobody parked loses it
 //! within that many stores and goes back to the light path.
 //!
+//! ## Counts left by a fork
+//!
+//! A child of `fork()` inherits a copy of every private cell, parked count included,
+//! but none of the parent's parked threads: without repair, every notify in the child
+//! would go to the slow path and make a `futex_wake` for nobody, and `FENCED` would
+//! never clear. So a non-zero count carries a tag, the fork generation of the process
+//! whose waiters it counts (`sys::park::fork_generation`, one more in each child); the
+//! tag goes when the count returns to 0. A waiter whose announcement (3) finds a count
+//! under another tag replaces it by its own 1, and a notifier whose second look finds
+//! one removes it with a compare-exchange. Neither can remove a live waiter: every
+//! waiter of this process announced itself under this process's tag (the thread that
+//! called `fork()` was not parked, and no other thread runs in the child), and a
+//! waiter that announces itself after the notifier's second look is covered by the
+//! Dekker pair as usual. The tag has 6 bits, so a descendant 64 forks down cannot
+//! tell its ancestor's counts from its own (it then wakes nobody, as before). A
+//! process-shared cell's counts carry no tag: its waiters belong to several
+//! processes by design, and one killed while parked leaves its count behind.
+//!
 //! ## Async waiters
 //!
 //! A future that arms a waker is a parking waiter whose (3) is the registry's
@@ -188,9 +206,14 @@ use crate::registry::{Registry, ASYNC_REGISTERED};
 use crate::sys::park::{self, Parked, Queue};
 use std::task::Waker;
 
-/// Bits of `state` that count parked (futex) waiters.
-/// (24 bits: far more than the threads a process can have.)
-pub(crate) const PARKED_MASK: u32 = 0x00ff_ffff;
+/// Bits of `state` that count parked (futex) waiters (18 bits: more than 262 000,
+/// far more than the threads that park on one cell).
+pub(crate) const PARKED_MASK: u32 = 0x0003_ffff;
+/// Bits of `state` that tag a non-zero parked count with the fork generation of the
+/// process whose waiters it counts (see "Counts left by a fork"); 0 with no count.
+const EPOCH_MASK: u32 = 0x00fc_0000;
+/// The lowest bit of [`EPOCH_MASK`].
+const EPOCH_SHIFT: u32 = 18;
 /// Bits of `state` that count the notifies in a row that found a `FENCED` cell with
 /// nobody parked or armed (see "A cell that parks often").
 const IDLE_MASK: u32 = 0x1f00_0000;
@@ -350,7 +373,20 @@ impl MonitorLine {
         // announcement that this first look saw), and only the second look is sure
         // to see it (see "Who may skip the barrier" in the notes).
         fence(Ordering::SeqCst);
-        let state = self.state.load(Ordering::SeqCst);
+        let mut state = self.state.load(Ordering::SeqCst);
+        if state & PARKED_MASK != 0 && state & EPOCH_MASK != epoch_tag(s) {
+            // Counted by the parent of a fork: none of them runs in this process.
+            let repaired = state & !(PARKED_MASK | EPOCH_MASK);
+            state = match self.state.compare_exchange(
+                state,
+                repaired,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => repaired,
+                Err(now) => now,
+            };
+        }
         if state & !IDLE_MASK == FENCED {
             // Nobody parked or armed: one more such notify in a row, and after
             // enough of them back to the light path. Fails (harmlessly) if a waiter
@@ -394,7 +430,14 @@ impl MonitorLine {
         // function ends, a panic of the barrier, the predicate or the sleep included
         // (a count left behind would send every later notify to the slow path and
         // keep `FENCED` set for ever).
-        let old = self.state.fetch_add(1, Ordering::SeqCst); // (3)
+        let tag = epoch_tag(s);
+        let old = match self
+            .state
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |st| {
+                Some(announced(st, tag))
+            }) {
+            Ok(old) | Err(old) => old,
+        }; // (3)
         let _counted = Announced(self);
         if self.barrier_unless_fenced(s, old) {
             // Still counted: the bit is set while our announcement stands.
@@ -479,7 +522,45 @@ struct Announced<'a>(&'a MonitorLine);
 impl Drop for Announced<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.0.state.fetch_sub(1, Ordering::Relaxed);
+        // The last one out takes the count's fork tag with it.
+        let _ = self
+            .0
+            .state
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |st| {
+                Some(withdrawn(st))
+            });
+    }
+}
+
+/// The announcement (3) of a parked waiter of the process whose fork generation is
+/// `tag` (`epoch_tag`): one more in the count; a count under another tag was left by
+/// the parent of a `fork()` (see "Counts left by a fork") and is dropped.
+const fn announced(state: u32, tag: u32) -> u32 {
+    if state & PARKED_MASK == 0 || state & EPOCH_MASK == tag {
+        ((state & !EPOCH_MASK) + 1) | tag
+    } else {
+        (state & !(PARKED_MASK | EPOCH_MASK)) | tag | 1
+    }
+}
+
+/// A parked waiter's withdrawal: one less in the count, and no tag once it is 0.
+const fn withdrawn(state: u32) -> u32 {
+    let state = state - 1;
+    if state & PARKED_MASK == 0 {
+        state & !EPOCH_MASK
+    } else {
+        state
+    }
+}
+
+/// `state`'s tag for the parked waiters of this process (0 for a process-shared cell,
+/// whose waiters are of several processes by design).
+#[inline]
+fn epoch_tag(s: &Sleepers) -> u32 {
+    if s.shared {
+        0
+    } else {
+        (park::fork_generation() << EPOCH_SHIFT) & EPOCH_MASK
     }
 }
 

@@ -12,7 +12,7 @@
 //! - the wake-up p50 of a `wait_any` over 8 words ≤ 1.2x a wait on one (median of
 //!   per-round ratios of alternating rounds).
 
-use crate::judge::{in_process_target, Verdict};
+use crate::judge::{in_process_target, Bound, Target};
 use crate::report::{md, num, Out};
 use crate::Ctx;
 use mwait_benches::atomic::{self as a, RssGrowth};
@@ -151,51 +151,49 @@ fn measure(o: &mut Out, ctx: &Ctx) -> Measured {
 }
 
 /// The section's targets.
-fn targets(m: &Measured) -> Vec<(String, Verdict)> {
-    let ratio = |what: &str, v: &[f64], holds: fn(f64) -> bool| in_process_target(what, v, holds);
-    let atomic_wait_ns = m.atomic_wait_ns;
+fn targets(m: &Measured) -> Vec<Target> {
     let rss = m.rss.as_ref();
     vec![
-        (
+        Target::on(
             format!(
                 "atomic: wake of an unwaited word <= 5 ns: {:.2} ns",
                 m.unwaited_ns
             ),
-            Verdict::on(m.unwaited_ns, m.unwaited_ns <= 5.0),
+            m.unwaited_ns,
+            Bound::AtMost(5.0),
         ),
-        (
+        Target::on(
             format!(
                 "atomic: wake of an unwaited word >= 45x cheaper than atomic-wait: {:.0}x",
-                atomic_wait_ns / m.unwaited_ns
+                m.atomic_wait_ns / m.unwaited_ns
             ),
-            Verdict::on(
-                atomic_wait_ns + m.unwaited_ns,
-                atomic_wait_ns >= 45.0 * m.unwaited_ns,
-            ),
+            m.atomic_wait_ns / m.unwaited_ns,
+            Bound::AtLeast(45.0),
         ),
-        (
+        Target::on(
             format!(
                 "atomic: wake of an unwaited word beside a parked waiter of its bucket <= 10 ns: {:.2} ns",
                 m.bucket_parked_ns
             ),
-            Verdict::on(m.bucket_parked_ns, m.bucket_parked_ns <= 10.0),
+            m.bucket_parked_ns,
+            Bound::AtMost(10.0),
         ),
-        ratio(
+        in_process_target(
             "atomic: ping-pong p50 <= 1.1x waitcell's",
             &m.over_waitcell,
-            |r| r <= 1.1,
+            Bound::AtMost(1.1),
         ),
-        ratio(
+        in_process_target(
             "atomic: ping-pong p50 <= 1.1x pause's",
             &m.over_pause,
-            |r| r <= 1.1,
+            Bound::AtMost(1.1),
         ),
-        ratio(
+        in_process_target(
             "atomic: ping-pong p50 <= 0.1x atomic-wait's",
             &m.over_atomic_wait,
-            |r| r <= 0.1,
+            Bound::AtMost(0.1),
         ),
-        (
+        Target::on(
             format!(
                 "atomic: RSS growth of 64 parked waiters on 10^7 words <= table + 1 KiB each: {}",
                 rss.map_or("not run".to_string(), |g| format!(
@@ -203,15 +201,13 @@ fn targets(m: &Measured) -> Vec<(String, Verdict)> {
                     g.growth_kib, g.bound_kib
                 ))
             ),
-            match rss {
-                Some(g) => Verdict::of(g.growth_kib <= g.bound_kib),
-                None => Verdict::NoMeasurement,
-            },
+            rss.map_or(f64::NAN, |g| g.growth_kib),
+            Bound::AtMost(rss.map_or(f64::NAN, |g| g.bound_kib)),
         ),
-        ratio(
+        in_process_target(
             "atomic: wait_any over 8 words, wake p50 <= 1.2x one word's",
             &m.any_over_one,
-            |r| r <= 1.2,
+            Bound::AtMost(1.2),
         ),
     ]
 }

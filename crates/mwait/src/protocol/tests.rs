@@ -86,3 +86,65 @@ fn a_failing_futex_wait_withdraws_the_announcement() {
     assert!(matches!(r, Ok(Err(_))), "the park returns, without panic");
     assert_eq!(line.parked(), 0);
 }
+
+/// A tag that is not this process's: the count of a parent of `fork()` as the child
+/// sees it.
+fn other_tag(s: &Sleepers) -> u32 {
+    epoch_tag(s) ^ (1 << EPOCH_SHIFT)
+}
+
+#[test]
+fn a_notify_removes_a_count_left_by_a_fork_and_fenced_clears_again() {
+    let (line, s) = cell();
+    line.state
+        .store(FENCED | other_tag(&s) | 3, Ordering::Relaxed);
+    line.store(&s, 1, &Quiet);
+    assert_eq!(
+        line.parked(),
+        0,
+        "the parent's three waiters do not run here"
+    );
+    for n in 2..=FENCED_IDLE_NOTIFIES + 1 {
+        line.store(&s, n, &Quiet);
+    }
+    assert_eq!(
+        line.state.load(Ordering::Relaxed),
+        0,
+        "a run of idle notifies clears FENCED, as in the parent"
+    );
+}
+
+#[test]
+fn a_park_replaces_a_count_left_by_a_fork_by_its_own() {
+    let (line, s) = cell();
+    line.state.store(other_tag(&s) | 5, Ordering::Relaxed);
+    let mut seen = 0;
+    let r = line.park(
+        &s,
+        &mut |_| {
+            seen = line.state.load(Ordering::Relaxed);
+            true
+        },
+        None,
+    );
+    assert_eq!(r, Ok(0));
+    assert_eq!(seen & PARKED_MASK, 1, "counted alone while it parks");
+    assert_eq!(seen & EPOCH_MASK, epoch_tag(&s));
+    assert_eq!(
+        line.state.load(Ordering::Relaxed),
+        FENCED,
+        "no count, no tag after"
+    );
+}
+
+#[test]
+fn a_count_of_this_process_is_kept_and_the_tag_goes_with_the_last_waiter() {
+    let s = Sleepers::new(false);
+    let tag = epoch_tag(&s);
+    assert_eq!(announced(0, tag), tag | 1);
+    assert_eq!(announced(tag | 1, tag), tag | 2);
+    assert_eq!(withdrawn(tag | 2), tag | 1);
+    assert_eq!(withdrawn(FENCED | tag | 1), FENCED);
+    // A process-shared cell's counts carry no tag.
+    assert_eq!(epoch_tag(&Sleepers::new(true)), 0);
+}

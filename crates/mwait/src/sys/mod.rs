@@ -174,7 +174,8 @@ pub(crate) mod park {
 
     pub(crate) use super::contract::Parked;
     pub(crate) use super::platform::{
-        begin_light_store, end_light_store, light_fence, prepare, wait, waiter_barrier, wake, Queue,
+        begin_light_store, end_light_store, fork_generation, light_fence, prepare, wait,
+        waiter_barrier, wake, Queue,
     };
 
     /// `wake`'s `n` for "every sleeper".
