@@ -53,7 +53,7 @@ fn tests() -> Res {
     step("tests with the futex-wake counter (no syscall on an uncontended notify)");
     util::run(cargo().args(["test", "-p", "mwait", "--features", "test-counters"]))?;
 
-    step("loom model of the wait/notify protocol and of the async registry");
+    step("loom model of the wait/notify protocol, of the async registry and of the parker");
     util::run(
         cargo()
             .args([
@@ -65,6 +65,8 @@ fn tests() -> Res {
                 "loom",
                 "--test",
                 "loom_async",
+                "--test",
+                "loom_parker",
             ])
             .env("RUSTFLAGS", "--cfg loom")
             // Three preemptions per execution cover every two-sided race of the

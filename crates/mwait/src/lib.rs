@@ -134,6 +134,7 @@ mod cell;
 mod detect;
 mod future;
 mod ladder;
+mod parker;
 mod policy;
 mod primitive;
 mod protocol;
@@ -148,6 +149,7 @@ pub use detect::{Capabilities, OsFacts, UmwaitControl, Vendor};
 pub use future::{WaitUntil, WaitUntilTimer};
 pub use ladder::stats::{stats, ProcessStats, WaitStats};
 pub use ladder::WaitResult;
+pub use parker::{block_on, Parker, Unparker};
 pub use policy::{prepare, WaitPolicy};
 /// The CPUID crate whose [`CpuIdReader`](raw_cpuid::CpuIdReader) feeds
 /// [`Capabilities::from_cpuid`], re-exported so that callers use the same version.
