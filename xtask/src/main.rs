@@ -5,6 +5,7 @@
 //! needs (rustup targets, Debian packages) and says what it installs.
 
 mod bench;
+mod clients;
 mod codegen;
 mod dkms;
 mod hwreport;
@@ -24,6 +25,11 @@ commands:
   test            everything CI runs: fmt, clippy, generated bindings, tests,
                   doctests, loom, docs, other targets, packaging, hardware-tier
                   suites, DKMS, VM tests, checkpatch
+  clients [NAME...]
+                  other crates' own test suites (parking, event-listener,
+                  async-channel, async-lock, async-executor, futures-lite,
+                  async-io, rayon-core), stock and on mwait, from their
+                  published sources; fails when one passes stock only
   miri            the unit and integration tests that Miri can run today, under
                   Miri (installs nightly miri and rust-src when missing)
   stress [N]      long stress run with each tier forced (default 10^8 handoffs)
@@ -57,6 +63,7 @@ fn main() -> ExitCode {
     };
     let result = match cmd {
         "test" => test::run(rest),
+        "clients" => clients::run(rest),
         "miri" => miri::run(rest),
         "stress" => test::stress(rest),
         "bench" => bench::run(rest),

@@ -76,6 +76,11 @@ fn tests() -> Res {
             .env("CARGO_TARGET_DIR", util::project_root().join("target/loom")),
     )?;
 
+    // About 8 minutes on the 2-vCPU guest with an empty target/clients (both
+    // sides' builds of every suite), less when the builds are reused.
+    step("clients: other crates' test suites, stock and on mwait");
+    crate::clients::run(&[])?;
+
     // 67 tests: about 95 s with an empty target/miri, 70 s warm, on a 2-vCPU guest
     // (plus the nightly components' installation on a fresh machine, which
     // `cargo xtask miri` does when they are missing).
