@@ -6,6 +6,7 @@
 //! seen. Every mechanism is measured through the same scenario code, side by side in
 //! one run, so only ratios within a run are quoted.
 
+pub mod clients;
 pub mod cold;
 pub mod impls;
 pub mod scenarios;

@@ -88,6 +88,7 @@ macro_rules! md {
     };
 }
 
+mod clients;
 mod cold;
 
 use cold::{ColdBudget, ColdRuns};
@@ -101,7 +102,7 @@ struct Options {
 }
 
 /// The benches `--only` can name.
-const BENCHES: [&str; 8] = [
+const BENCHES: [&str; 9] = [
     "pingpong",
     "same_cpu",
     "notify",
@@ -110,6 +111,7 @@ const BENCHES: [&str; 8] = [
     "barrier",
     "cold",
     "async",
+    "clients",
 ];
 
 impl Options {
@@ -177,6 +179,8 @@ struct Measured {
     barrier: Vec<(String, f64)>,
     /// The cold starts, where they ran.
     cold: Option<ColdRuns>,
+    /// The clients section's per-round ratios.
+    clients: clients::ClientsRuns,
 }
 
 /// The interference comparisons of waitcell with futex: placement-matched
@@ -231,7 +235,7 @@ fn main() {
     let same_cpu = latency(&mut o, &ctx, Placement::SameCpu);
     let notify = notify(&mut o, &ctx);
     let long_wait_beside = long_wait(&mut o, &ctx);
-    let m = Measured {
+    let mut m = Measured {
         pingpong_interleaved,
         same_cpu,
         notify,
@@ -239,8 +243,10 @@ fn main() {
         interference: interference(&mut o, &ctx),
         barrier: barrier(&mut o, &ctx),
         cold: cold_starts(&mut o, &ctx),
+        clients: Default::default(),
     };
     async_pingpong(&mut o, &ctx);
+    m.clients = clients::section(&mut o, &ctx);
     targets_section(&mut o, &targets(&m), ctx.only.as_deref());
     // Only now, after every measurement, is mwait asked what it detected and chose.
     let caps = mwait::Capabilities::detect();
@@ -866,6 +872,7 @@ fn targets(m: &Measured) -> Vec<(String, Verdict)> {
     ]
     .into_iter()
     .chain(m.cold.as_ref().map(cold::targets).unwrap_or_default())
+    .chain(clients::targets(&m.clients))
     .collect()
 }
 
