@@ -173,7 +173,9 @@ fn count_before(line: &str, what: &str) -> u64 {
     line.find(what)
         .and_then(|end| {
             let head = &line[..end];
-            let start = head.rfind(|c: char| !c.is_ascii_digit()).map_or(0, |i| i + 1);
+            let start = head
+                .rfind(|c: char| !c.is_ascii_digit())
+                .map_or(0, |i| i + 1);
             head[start..].parse().ok()
         })
         .unwrap_or(0)
@@ -202,7 +204,12 @@ pub fn run(args: &[String]) -> Res {
     for (client, source) in rows.iter().zip(&sources) {
         let mut tallies = Vec::new();
         for side in [Side::Stock, Side::Mwait] {
-            step(&format!("clients: {} {} {}", client.name, client.version, side.name()));
+            step(&format!(
+                "clients: {} {} {}",
+                client.name,
+                client.version,
+                side.name()
+            ));
             let dir = work.join(side.name()).join(client.name);
             prepare(client, source, &dir, side)?;
             let run = test_suite(&dir, &work.join(format!("build-{}", side.name())));
@@ -277,7 +284,9 @@ fn fetch(work: &Path, rows: &[&Client]) -> Res<Vec<PathBuf>> {
                 .find(&tail)
                 .ok_or_else(|| format!("cargo metadata does not list {} {}", c.name, c.version))?;
             let start = meta[..end].rfind('"').map_or(0, |i| i + 1);
-            Ok(PathBuf::from(&meta[start..end + tail.len() - "/Cargo.toml\"".len()]))
+            Ok(PathBuf::from(
+                &meta[start..end + tail.len() - "/Cargo.toml\"".len()],
+            ))
         })
         .collect()
 }
@@ -358,7 +367,11 @@ fn locked_registry_versions(lock: &str, name: &str) -> Vec<String> {
         .filter(|block| block.contains("source = \"registry+"))
         .filter_map(|block| {
             let line = block.lines().find(|l| l.starts_with("version = "))?;
-            Some(line.trim_start_matches("version = ").trim_matches('"').to_string())
+            Some(
+                line.trim_start_matches("version = ")
+                    .trim_matches('"')
+                    .to_string(),
+            )
         })
         .collect()
 }
