@@ -33,9 +33,9 @@ pub(crate) const SPIN_ROUND_LOADS_CAP: u32 = if cfg!(loom) { 1 } else { u32::MAX
 
 /// How many notifies in a row must find a `FENCED` cell with nobody parked before the
 /// last of them clears the bit (`protocol.rs`, "A cell that parks often"): 32 (the
-/// rule is there; the count has five bits), and 1 in the model, so that its few
-/// stores reach the race between the clearing and a waiter's announcement.
-pub(crate) const FENCED_IDLE_NOTIFIES: u32 = if cfg!(loom) { 1 } else { 32 };
+/// rule is there; the count has five bits), and 2 in the model, so that its few
+/// stores both count (the idle bits) and clear, racing a waiter's announcement.
+pub(crate) const FENCED_IDLE_NOTIFIES: u32 = if cfg!(loom) { 2 } else { 32 };
 
 /// One step of a busy-wait: PAUSE on x86, YIELD on Arm, a model yield under loom.
 #[inline]

@@ -156,8 +156,7 @@
 //! notifier that still sees the old count makes one unneeded `futex_wake`, no more).
 
 use crate::primitive::{
-    compiler_fence, const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Ordering,
-    FENCED_IDLE_NOTIFIES,
+    const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Ordering, FENCED_IDLE_NOTIFIES,
 };
 use crate::registry::{Registry, ASYNC_REGISTERED};
 use crate::sys::park::{self, Parked, Queue};
@@ -292,8 +291,9 @@ impl MonitorLine {
             // The asymmetric barrier: parking waiters run membarrier(), so a
             // compiler barrier orders our store before our load of `state`.
             self.value.store(value, Ordering::Release); // (1)
-            compiler_fence(Ordering::SeqCst);
+            park::light_fence();
             let state = self.state.load(Ordering::Relaxed); // (2)
+            park::end_light_store();
             if state != 0 {
                 self.wake_slow(s, state, park::ALL, on_woke);
             }

@@ -87,3 +87,57 @@ fn notify_one_racing_a_dropped_future() {
         assert_eq!(cell.armed_async_waiters(), 0);
     });
 }
+
+/// A notify inside an arm's barrier: a future arms and runs its barrier; meanwhile
+/// the notifier's first store takes the future's waker (and with it the cell's
+/// `ASYNC_REGISTERED` bit), and its second store, on the light path, finds the state
+/// word empty. Then a blocking waiter parks on the same cell, here the future's own
+/// thread. Whatever the future's arm leaves in the state word, the parked waiter must
+/// not sleep through the second store.
+#[test]
+fn a_notify_inside_an_arms_barrier() {
+    model(|| {
+        let cell = Arc::new(WaitCell::new(0));
+        let c = cell.clone();
+        let notifier = thread::spawn(move || {
+            c.store(1);
+            c.store(2);
+        });
+        let waker = noop_waker();
+        let mut f = cell.wait_until_async(|v| v == 2);
+        let polled = Pin::new(&mut f).poll(&mut Context::from_waker(&waker));
+        let v = cell.wait_until_with(|v| v == 2, &futex_only());
+        assert_eq!(v, 2);
+        if let std::task::Poll::Ready(v) = polled {
+            assert_eq!(v, 2);
+        }
+        drop(f);
+        notifier.join().unwrap();
+        assert_eq!(cell.parked_waiters(), 0);
+    });
+}
+
+/// Futures beside parked threads: a thread parks (and, after its barrier, marks the
+/// cell `FENCED`), a future arms on the same cell and may skip its barrier because of
+/// that mark, and one store satisfies both. The notifier's first look may find the
+/// parked thread but not the future: it must still reach the future.
+#[test]
+fn a_future_on_a_cell_fenced_by_a_parked_thread() {
+    model(|| {
+        let cell = Arc::new(WaitCell::new(0));
+        let parked = {
+            let c = cell.clone();
+            thread::spawn(move || c.wait_until_with(|v| v == 1, &futex_only()))
+        };
+        let c = cell.clone();
+        let notifier = thread::spawn(move || c.store(1));
+        assert_eq!(block_on(cell.wait_until_async(|v| v == 1)), 1);
+        assert_eq!(parked.join().unwrap(), 1);
+        notifier.join().unwrap();
+    });
+}
+
+/// Parks with the same waiter policy as the thread models: the park tier at once.
+fn futex_only() -> mwait::WaitPolicy {
+    mwait::WaitPolicy::new().backend(mwait::Backend::Futex)
+}

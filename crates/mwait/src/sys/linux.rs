@@ -7,7 +7,7 @@ use std::sync::atomic::{fence, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 /// Nothing to keep beside the word: the kernel keys futex sleepers by address.
-pub(crate) use super::plain::Queue;
+pub(crate) use super::plain::{end_light_store, light_fence, Queue};
 
 fn futex_op(base: libc::c_int, shared: bool) -> libc::c_int {
     if shared {

@@ -1,17 +1,139 @@
 //! The loom model: a futex made of a mutex (the kernel's hash-bucket lock) and a
-//! condvar (its sleep queue) per cell, the symmetric `SeqCst` barrier (loom cannot
-//! model `membarrier`), model time, and a hardware tier whose episodes may end at any
-//! point.
+//! condvar (its sleep queue) per cell, `membarrier` as interrupts that land at the
+//! light notifier's interrupt points, model time, and a hardware tier whose episodes
+//! may end at any point.
 
 use super::contract::Parked;
 use crate::primitive::{AtomicU32, Ordering};
+use loom::sync::atomic::fence;
 
-// Loom cannot model `membarrier`: notifiers never take the light path, and the
-// model machine has no CPUs to tell apart and is never oversubscribed.
-pub(crate) use super::plain::{
-    begin_light_store, current_cpu, prepare, running_threads, usable_cpus, waiter_barrier,
-    ThreadCpus,
-};
+// The model machine has no CPUs to tell apart and is never oversubscribed.
+pub(crate) use super::plain::{current_cpu, running_threads, usable_cpus, ThreadCpus};
+
+/// The model's `membarrier(PRIVATE_EXPEDITED)`.
+///
+/// The real call returns once every CPU that runs a thread of the process has taken
+/// an interrupt, which executes a full barrier, or is running none of them (a context
+/// switch is a barrier too). Only the light notifier relies on it: every other access
+/// of the protocol is a `SeqCst` access or sits behind a `SeqCst` fence, which an
+/// extra barrier does not change. So the model lets the interrupt land where it can
+/// matter: before the light store (1), between (1) and (2), and after (2), the three
+/// points `begin_light_store`, `light_fence` and `end_light_store` mark. A thread
+/// inside that section is "running" for the barrier, which waits until the thread has
+/// passed an interrupt point after the request (a `SeqCst` fence, then an
+/// acknowledgement) or has left the section; a thread outside it has no access the
+/// barrier could order, and counts as having taken the interrupt.
+///
+/// Each thread's mailbox is under a mutex, so that a barrier that waits blocks (two
+/// waiters that spun on one mailbox could take turns for ever in the model); the
+/// mutex also orders a request before or after a thread's entry into the section.
+struct Cpus {
+    /// How many model threads have ever entered the light section (their slots).
+    used: loom::sync::Mutex<usize>,
+    slots: [Cpu; loom::MAX_THREADS],
+}
+
+/// One model thread's interrupt mailbox.
+struct Cpu {
+    mailbox: loom::sync::Mutex<Mailbox>,
+    /// Signalled when the thread acknowledges or leaves the section.
+    answered: loom::sync::Condvar,
+}
+
+#[derive(Default)]
+struct Mailbox {
+    /// In the light section (between `begin_light_store` and `end_light_store`).
+    inside: bool,
+    /// Barriers asked of this thread so far.
+    requested: usize,
+    /// Barriers it has executed.
+    acked: usize,
+}
+
+loom::lazy_static! {
+    static ref CPUS: Cpus = Cpus {
+        used: loom::sync::Mutex::new(0),
+        slots: std::array::from_fn(|_| Cpu {
+            mailbox: loom::sync::Mutex::new(Mailbox::default()),
+            answered: loom::sync::Condvar::new(),
+        }),
+    };
+}
+
+loom::thread_local! {
+    /// This model thread's slot in [`CPUS`], once it has entered the light section.
+    static SLOT: core::cell::Cell<Option<usize>> = core::cell::Cell::new(None);
+}
+
+/// This thread's slot, taken on first use.
+fn my_slot() -> usize {
+    SLOT.with(|s| match s.get() {
+        Some(i) => i,
+        None => {
+            let mut used = CPUS.used.lock().unwrap();
+            let i = *used;
+            *used += 1;
+            s.set(Some(i));
+            i
+        }
+    })
+}
+
+/// An interrupt point of this thread's slot `i`, `inside` the section from here on
+/// or not: executes the barriers asked of the thread since its last one.
+fn interrupt_point(i: usize, inside: bool) {
+    let cpu = &CPUS.slots[i];
+    let mut m = cpu.mailbox.lock().unwrap();
+    if m.requested > m.acked {
+        fence(Ordering::SeqCst);
+        m.acked = m.requested;
+    }
+    m.inside = inside;
+    cpu.answered.notify_all();
+}
+
+/// The light notify always: the model checks the protocol as it runs on Linux with
+/// `membarrier` (a process-shared cell still fences, by its `SHARED_SLOW` bit).
+/// Enters the section in which the model's barrier interrupts this thread.
+pub(crate) fn begin_light_store(_word: &AtomicU32) -> bool {
+    interrupt_point(my_slot(), true);
+    true
+}
+
+/// Between the light store (1) and load (2): an interrupt point.
+pub(crate) fn light_fence() {
+    interrupt_point(my_slot(), true);
+}
+
+/// After the light load (2): leaves the section; the barrier no longer waits for us.
+pub(crate) fn end_light_store() {
+    interrupt_point(my_slot(), false);
+}
+
+/// The model's `membarrier`: a full barrier here, then a request to every other
+/// thread in the light section and a wait until it has executed the request or left.
+pub(crate) fn waiter_barrier() {
+    fence(Ordering::SeqCst);
+    let me = SLOT.with(|s| s.get());
+    let used = *CPUS.used.lock().unwrap();
+    for (i, cpu) in CPUS.slots.iter().enumerate().take(used) {
+        if Some(i) == me {
+            continue;
+        }
+        let mut m = cpu.mailbox.lock().unwrap();
+        if m.inside {
+            m.requested += 1;
+            let want = m.requested;
+            while m.inside && m.acked < want {
+                m = cpu.answered.wait(m).unwrap();
+            }
+        }
+    }
+    fence(Ordering::SeqCst);
+}
+
+/// Nothing to settle: the model's barrier needs no registration.
+pub(crate) fn prepare() {}
 
 /// The sleep queue of one cell: how many threads sleep in it, and the wake-ups
 /// granted to them and not yet taken, under one mutex (the kernel's bucket lock).

@@ -165,10 +165,13 @@ pub(crate) mod park {
     //!   process executes a full barrier before it returns). Where it says yes it may
     //!   also prepare the line for the store (a PREFETCHW on Linux x86-64), which orders
     //!   nothing.
+    //! - [`light_fence`]: between the light notifier's store and its load of the sleeper
+    //!   count: a compiler barrier ([`end_light_store`] after the load: nothing). The
+    //!   loom model puts its barrier's interrupt points at these three calls.
 
     pub(crate) use super::contract::Parked;
     pub(crate) use super::platform::{
-        begin_light_store, prepare, wait, waiter_barrier, wake, Queue,
+        begin_light_store, end_light_store, light_fence, prepare, wait, waiter_barrier, wake, Queue,
     };
 
     /// `wake`'s `n` for "every sleeper".

@@ -3,13 +3,26 @@
 //! it has a barrier of its own; the loom model takes all), and a starting point for a
 //! new one.
 
-use crate::primitive::{fence, AtomicU32, Ordering};
+use crate::primitive::{compiler_fence, fence, AtomicU32, Ordering};
 
 /// No process-wide barrier here: notifiers never take the light path.
 #[inline(always)]
 pub(crate) fn begin_light_store(_word: &AtomicU32) -> bool {
     false
 }
+
+/// Between the light notifier's store (1) and its load (2): a compiler barrier, which
+/// keeps the compiler from moving the load above the store; the CPU may still do so,
+/// which the waiters' process-wide barrier answers (see `protocol.rs`).
+#[inline(always)]
+pub(crate) fn light_fence() {
+    compiler_fence(Ordering::SeqCst);
+}
+
+/// After the light notifier's load (2): nothing on a real platform (the loom model
+/// leaves the section in which its barrier's interrupts may land).
+#[inline(always)]
+pub(crate) fn end_light_store() {}
 
 /// A `SeqCst` fence, the symmetric protocol's half.
 pub(crate) fn waiter_barrier() {
