@@ -10,7 +10,7 @@
 //! - [`executor`]: an `async_executor::Executor` run by two worker threads, each in
 //!   a `block_on`, timing three workloads shaped like async-executor's own benches
 //!   (`spawn_one`, `yield_now`, `channels`);
-//! - [`ParkerSignal`]: `mwait::Parker` as a [`Signal`](crate::Signal), for the raw
+//! - [`ParkerSignal`]: `mwait::Parker` as a [`Signal`], for the raw
 //!   parker ping-pong.
 
 use crate::Signal;

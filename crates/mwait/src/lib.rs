@@ -20,6 +20,15 @@
 //! assert_eq!(waiter.join().unwrap(), 42);
 //! ```
 //!
+//! # Parking threads
+//!
+//! [`Parker`] and [`Unparker`] are a thread parker on one cell (a token that
+//! `unpark` sets and `park` waits for and takes), for executors whose idle workers
+//! should spin or monitor-wait through a short gap and sleep through a long one;
+//! [`block_on`] runs a future on one, and an [`Unparker`] converts into a
+//! [`Waker`](std::task::Waker). An unpark of a parker that is awake makes no system
+//! call.
+//!
 //! # The tier ladder
 //!
 //! A wait climbs at most three tiers, each bounded in time by the [`WaitPolicy`]:
