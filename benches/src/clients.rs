@@ -17,7 +17,6 @@ use crate::Signal;
 use mwait_support::{pin_to_cpu, thread_cpu_time, unpin};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -237,11 +236,13 @@ async fn chain(ex: &async_executor::Executor<'_>) {
     }
 }
 
-/// `mwait::Parker` as a one-waiter [`Signal`]: the value in an atomic, the setter
-/// unparks, the waiter parks until the value is reached. The parker sits behind a
-/// mutex that only its one waiter takes (a `Parker` is `Send`, not `Sync`).
+/// `mwait::Parker` as a [`Signal`] for a ping-pong, where the token is the message:
+/// `set` is an unpark, `wait_ge` a park that returns the value asked for. That holds
+/// only where sets and waits strictly alternate, one set per wait, as in a
+/// ping-pong (`scenarios::PingPong`, its final release included): a second set
+/// before the park would merge into the first token. The parker sits behind a mutex
+/// that only its one waiter takes (a `Parker` is `Send`, not `Sync`).
 pub struct ParkerSignal {
-    value: AtomicU32,
     parker: Mutex<mwait::Parker>,
     unparker: mwait::Unparker,
 }
@@ -251,7 +252,6 @@ impl Default for ParkerSignal {
         let parker = mwait::Parker::new();
         let unparker = parker.unparker();
         ParkerSignal {
-            value: AtomicU32::new(0),
             parker: Mutex::new(parker),
             unparker,
         }
@@ -259,20 +259,13 @@ impl Default for ParkerSignal {
 }
 
 impl Signal for ParkerSignal {
-    fn set(&self, v: u32) {
-        self.value.store(v, Ordering::Release);
+    fn set(&self, _v: u32) {
         self.unparker.unpark();
     }
 
     fn wait_ge(&self, v: u32) -> u32 {
-        let p = self.parker.lock().expect("one waiter");
-        loop {
-            let cur = self.value.load(Ordering::Acquire);
-            if cur >= v {
-                return cur;
-            }
-            p.park();
-        }
+        self.parker.lock().expect("one waiter").park();
+        v
     }
 }
 

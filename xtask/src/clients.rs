@@ -257,6 +257,29 @@ pub fn run(args: &[String]) -> Res {
     }
 }
 
+/// A copy of the row `name`'s published source for each side, stock then mwait,
+/// ready to build: (side's name, its directory, its target directory).
+pub fn prepared(name: &str) -> Res<Vec<(&'static str, PathBuf, PathBuf)>> {
+    let client = CLIENTS
+        .iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| format!("no client `{name}`"))?;
+    let work = project_root().join("target/clients");
+    let source = fetch(&work, &[client])?.remove(0);
+    [Side::Stock, Side::Mwait]
+        .into_iter()
+        .map(|side| {
+            let dir = work.join(side.name()).join(client.name);
+            prepare(client, &source, &dir, side)?;
+            Ok((
+                side.name(),
+                dir,
+                work.join(format!("build-{}", side.name())),
+            ))
+        })
+        .collect()
+}
+
 /// Has cargo download every row's published package; returns where it unpacked
 /// each (the directory of its `Cargo.toml`), in the rows' order.
 fn fetch(work: &Path, rows: &[&Client]) -> Res<Vec<PathBuf>> {

@@ -12,6 +12,7 @@ mod hwreport;
 mod hwtest;
 mod miri;
 mod ports;
+mod rayon_bench;
 mod test;
 mod util;
 mod vm;

@@ -117,8 +117,8 @@ pub fn section(o: &mut Out, ctx: &Ctx) -> ClientsRuns {
     let (lo, hi) = min_max(&r.parker_vs_pause);
     md!(
         o,
-        "\nA raw `mwait::Parker` ping-pong (a value in an atomic, `unpark` after the \
-         store, `park` until it is reached) on CPUs 0 and 1 against a PAUSE ping-pong in \
+        "\nA raw `mwait::Parker` ping-pong (each side unparks the other and parks: \
+         the token is the message) on CPUs 0 and 1 against a PAUSE ping-pong in \
          {} ms slices that alternate between the two: {:.2}x (range {lo:.2}–{hi:.2}x).\n\n\
          The executor workloads are shaped like async-executor's own benches \
          (`spawn_one`: one empty task spawned from outside and awaited; `yield_now`: \
