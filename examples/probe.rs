@@ -9,7 +9,8 @@
 //! ended spinning, in the hardware tier and parked, from the cell's own counts
 //! (`WaitCell::stats`), so that a row where everything parks shows at a glance. The
 //! run takes about `ROWS x PER_ROW` (under 30 s in all), and ends with the process's
-//! estimates and budgets (`mwait::stats`).
+//! estimates and budgets (`mwait::stats`). With `--markdown` the sections are
+//! Markdown, as `cargo xtask hw-report` puts them in its report.
 
 use mwait::{Backend, Capabilities, Selection, WaitCell, WaitPolicy, WaitStats};
 use mwait_support::{percentile, pin_to_cpu, sample_for};
@@ -25,8 +26,16 @@ const WARMUP_ROUND_TRIPS: u32 = 2_000;
 const MAX_SAMPLES: usize = 2_000_000;
 
 fn main() {
+    let markdown = match std::env::args().nth(1).as_deref() {
+        None => false,
+        Some("--markdown") => true,
+        Some(other) => {
+            eprintln!("probe: unknown argument `{other}` (usage: probe [--markdown])");
+            std::process::exit(2);
+        }
+    };
     let caps = Capabilities::detect();
-    println!("== capabilities ==\n{caps}\n");
+    section(markdown, "capabilities", &caps.to_string());
     let sel = match mwait::try_selection() {
         Ok(s) => s,
         Err(e) => {
@@ -34,41 +43,56 @@ fn main() {
             std::process::exit(2);
         }
     };
-    print_backend(sel);
+    section(markdown, "backend", &backend(sel));
     let cpus = caps.usable_cpus;
     let pin = cpus >= 2;
-    println!(
-        "\n== round trip between two threads ({}; {:?} per row) ==",
-        if pin {
-            "pinned to CPUs 0 and 1".to_string()
-        } else {
-            format!("{cpus} usable CPU: not pinned")
-        },
-        PER_ROW
+    let placement = if pin {
+        "pinned to CPUs 0 and 1".to_string()
+    } else {
+        format!("{cpus} usable CPU: not pinned")
+    };
+    section(
+        markdown,
+        &format!("round trip between two threads ({placement}; {PER_ROW:?} per row)"),
+        &table(&measure_rows(caps, sel, pin)),
     );
-    print_table(&measure_rows(caps, sel, pin));
-    println!(
-        "\n== this process's waits, estimates and budgets ==\n{}",
-        mwait::stats()
+    section(
+        markdown,
+        "this process's waits, estimates and budgets",
+        &mwait::stats().to_string(),
     );
     println!(
-        "\nNoise: one run on a shared machine; compare rows with each other, not with \
+        "Noise: one run on a shared machine; compare rows with each other, not with \
          other runs. Full suite: cargo xtask bench."
     );
 }
 
-/// The backend section: the choice, why, what was skipped and the default policy.
-fn print_backend(sel: &Selection) {
-    println!("== backend ==");
-    println!("chosen:  {}", sel.backend);
-    println!("why:     {}", sel.reason);
-    for (b, why) in &sel.rejected {
-        println!("skipped: {b}: {why}");
+/// Prints one section: `== title ==` and its body, or with `--markdown` (which
+/// `cargo xtask hw-report` concatenates into its report) a `## Title` heading
+/// with the body in a code block.
+fn section(markdown: bool, title: &str, body: &str) {
+    let body = body.trim_end();
+    if markdown {
+        let mut chars = title.chars();
+        let first = chars.next().map(|c| c.to_ascii_uppercase());
+        let title: String = first.into_iter().chain(chars).collect();
+        println!("## {title}\n\n```\n{body}\n```\n");
+    } else {
+        println!("== {title} ==\n{body}\n");
     }
-    println!(
+}
+
+/// The backend section: the choice, why, what was skipped and the default policy.
+fn backend(sel: &Selection) -> String {
+    let mut out = format!("chosen:  {}\nwhy:     {}\n", sel.backend, sel.reason);
+    for (b, why) in &sel.rejected {
+        out += &format!("skipped: {b}: {why}\n");
+    }
+    out += &format!(
         "default policy: spin {} ns, hardware {} ns, then park",
         sel.defaults.spin_ns, sel.defaults.hw_ns
     );
+    out
 }
 
 /// Measures every row, in table order: the default policy, spin forced, the
@@ -101,17 +125,16 @@ fn measure_rows(caps: &Capabilities, sel: &Selection, pin: bool) -> Vec<(String,
     rows
 }
 
-/// The latency table: p50, p99, samples, p50 against the condvar row's, and the
-/// share of waits per tier.
-fn print_table(rows: &[(String, Row)]) {
-    let base = rows
+/// The latency table: p50, p99, samples, how many times faster than the condvar
+/// row the p50 is, and the share of waits per tier.
+fn table(rows: &[(String, Row)]) -> String {
+    let condvar_p50 = rows
         .iter()
         .find(|r| r.0.starts_with("std"))
-        .map(|r| percentile(&r.1 .0, 50.0))
-        .unwrap_or(1);
-    println!(
-        "{:<36} {:>10} {:>10} {:>10} {:>12}  spin / hw / park",
-        "mechanism", "p50 ns", "p99 ns", "samples", "p50 vs condvar"
+        .map_or(1, |r| percentile(&r.1 .0, 50.0));
+    let mut out = format!(
+        "{:<36} {:>10} {:>10} {:>10} {:>19}  spin / hw / park\n",
+        "mechanism", "p50 ns", "p99 ns", "samples", "speed-up vs condvar"
     );
     for (name, (s, tiers)) in rows {
         let p50 = percentile(s, 50.0);
@@ -119,16 +142,17 @@ fn print_table(rows: &[(String, Row)]) {
             let (spin, hw, park) = t.shares();
             format!("{spin:.0} % / {hw:.0} % / {park:.0} %")
         });
-        println!(
-            "{:<36} {:>10} {:>10} {:>10} {:>11.2}x  {}",
+        out += &format!(
+            "{:<36} {:>10} {:>10} {:>10} {:>18.1}x  {}\n",
             name,
             p50,
             percentile(s, 99.0),
             s.len(),
-            p50 as f64 / base.max(1) as f64,
+            condvar_p50 as f64 / p50.max(1) as f64,
             tiers
         );
     }
+    out
 }
 
 /// One row's round-trip samples and, for a `WaitCell`, what its timed waits did.

@@ -16,14 +16,12 @@ use std::future::Future;
 
 /// Round trips per latency sample of the ping-pong scenarios (warm and cold): each
 /// sample is the mean of this many consecutive round trips, with one pair of clock
-/// readings around them. The rule: the readings (20–30 ns each on the 2-vCPU AMD
-/// guest, whose TSC also steps by 26 cycles, 10 ns) cost at most a few % of a sample
-/// whose round trips take ~100 ns, the fastest PAUSE ping-pong seen. One reading per
-/// round trip could not resolve the 1.1x targets; and the readings are work the
-/// timed thread does between round trips, which moved waitcell's ratio to PAUSE by
-/// more than they cost: with 4 round trips per sample 1.11–1.20x, with 16 1.05x,
-/// with 64 1.01–1.05x, in children run in turn (docs/default-policy.md, section 6).
-/// A median over samples still ignores a rare slow round trip.
+/// readings around them. The rule: the readings cost at most a few % of a sample
+/// whose round trips take ~100 ns, the fastest PAUSE ping-pong seen, and are work
+/// the timed thread does between round trips that must not move the ratio to PAUSE
+/// (the figures for 4, 16 and 64 per sample are in
+/// `docs/journal/2026-11-23-default-policy.md`, section 6). A median over samples
+/// still ignores a rare slow round trip.
 pub const ROUND_TRIP_BATCH: u32 = 16;
 
 /// A one-way, one-waiter signal of a growing `u32` counter.

@@ -1,9 +1,13 @@
 //! `cargo xtask codegen [--check]`: regenerates or checks mwait-sys's bindings.
 //!
-//! The generator is the `mwait-codegen` crate, run with `cargo run`, because it
-//! depends on bindgen and xtask itself stays free of dependencies.
+//! The generator is the `mwait-codegen` crate, run with `cargo run` by its
+//! manifest: it depends on bindgen, so it is a workspace of its own that neither
+//! xtask nor `cargo test --workspace` builds.
 
-use crate::util::{self, cargo, ensure_apt, step, Res};
+use crate::util::{self, cargo, ensure_apt, project_root, step, Res};
+
+/// The generator's manifest, relative to the workspace root.
+pub const MANIFEST: &str = "xtask/codegen/Cargo.toml";
 
 /// `cargo xtask codegen`: writes `crates/mwait-sys/src/bindings.rs`; with
 /// `--check`, fails when the checked-in file differs from a fresh generation.
@@ -21,5 +25,9 @@ pub fn run(args: &[String]) -> Res {
 /// loads at run time (as root; otherwise `ensure_apt` says what is missing).
 pub fn generator(mode: &str) -> Res {
     ensure_apt(&["libclang-dev"])?;
-    util::run(cargo().args(["run", "-q", "-p", "mwait-codegen", "--", mode]))
+    util::run(
+        cargo()
+            .args(["run", "-q", "--manifest-path", MANIFEST, "--", mode])
+            .env("CARGO_TARGET_DIR", project_root().join("target/codegen")),
+    )
 }

@@ -7,10 +7,10 @@
 //!   runs; then once with the self-test on, which must demote it (check (b): the
 //!   no-op returns at once whatever its timer).
 //! - MWAITX natively, on AMD CPUs only: if CPUID reports MONITORX, the suite runs with
-//!   the tier and its self-test as they are; if it hides MONITORX (the EPYC guests
-//!   here, which trap MWAITX: ~25 000 TSC cycles whatever its timer), forced past
-//!   CPUID with the self-test off, then once with it on, which must demote it
-//!   (check (b): waits of 20 µs and 160 µs both last about 7 µs there).
+//!   the tier and its self-test as they are; if it hides MONITORX (guests that trap
+//!   MWAITX, `docs/hardware-results.md`), forced past CPUID with the self-test off,
+//!   then once with it on, which must demote it (check (b): waits of 20 µs and
+//!   160 µs last the same there).
 //!
 //! The demotion runs assert that the reason names the failed check.
 //!

@@ -33,7 +33,10 @@ commands:
                   published sources; fails when one passes stock only
   miri            the unit and integration tests that Miri can run today, under
                   Miri (installs nightly miri and rust-src when missing)
-  stress [N]      long stress run with each tier forced (default 10^8 handoffs)
+  stress [N] [--rounds R]
+                  long stress run with each tier forced (default 10^8 handoffs)
+                  and R rounds of the lost wake-up stress (default 10^7);
+                  --rounds alone runs only the latter
   bench [--quick] the benchmark suite; writes target/mwait-bench/report.md
   hw-test         the hardware tiers' suites (UMWAIT under qemu-user, MWAITX native)
   wine-test       builds the mwait test suites for x86_64-pc-windows-gnu and
@@ -43,7 +46,7 @@ commands:
   hw-report [--no-bench]
                   what this machine offers, the hardware tiers it offers put
                   through their suites, and a quick bench, in one file to send:
-                  target/mwait-hw-report.md (and .json)
+                  target/mwait-hw-report.md
   vm-test         builds the kernel module, boots it in QEMU and runs the in-guest suite
   dkms            builds and installs kmod/ with DKMS (kmod/dkms.conf) into a
                   private tree, against the kernel headers vm-test uses

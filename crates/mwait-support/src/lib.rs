@@ -59,6 +59,14 @@ pub fn unpin() {
     sys::unpin();
 }
 
+/// Makes system call `nr` fail with `errno` in the calling thread and the threads it
+/// starts from now on (a seccomp filter, which cannot be removed: call it in a child
+/// process). Linux only.
+#[cfg(target_os = "linux")]
+pub fn deny_syscall(nr: libc::c_long, errno: u16) -> std::io::Result<()> {
+    sys::deny_syscall(nr, errno)
+}
+
 /// The CPU the calling thread runs on (`usize::MAX` where unknown). On Linux a vDSO
 /// read, cheap enough to take beside a timed wake.
 pub fn current_cpu() -> usize {

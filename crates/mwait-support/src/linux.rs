@@ -49,3 +49,58 @@ pub(crate) fn affinity_cpus() -> Option<usize> {
     };
     usize::try_from(n).ok().filter(|&n| n > 0)
 }
+
+/// Installs a seccomp filter on the calling thread (inherited by the threads it
+/// starts later) that makes system call `nr` fail with `errno` and allows every other.
+pub(crate) fn deny_syscall(nr: libc::c_long, errno: u16) -> std::io::Result<()> {
+    // Classic BPF over `struct seccomp_data`, whose first field is the call number.
+    const LOAD_NR: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    const JUMP_IF_EQUAL: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+    const RETURN: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+    let mut program = [
+        libc::sock_filter {
+            code: LOAD_NR,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        libc::sock_filter {
+            code: JUMP_IF_EQUAL,
+            jt: 0,
+            jf: 1,
+            k: nr as u32,
+        },
+        libc::sock_filter {
+            code: RETURN,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ERRNO | u32::from(errno),
+        },
+        libc::sock_filter {
+            code: RETURN,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ALLOW,
+        },
+    ];
+    let prog = libc::sock_fprog {
+        len: program.len() as u16,
+        filter: program.as_mut_ptr(),
+    };
+    // SAFETY: PR_SET_NO_NEW_PRIVS takes integer arguments only; PR_SET_SECCOMP reads
+    // the program through `prog`, which with `program` outlives the call (the kernel
+    // copies it).
+    let ok = unsafe {
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+            && libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &prog as *const libc::sock_fprog,
+            ) == 0
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}

@@ -3,8 +3,9 @@
 //!
 //! The structures and constants are generated from that header by bindgen
 //! (`cargo xtask codegen`) and checked in as `src/bindings.rs`, so building this
-//! crate needs neither bindgen nor libclang; a test of the codegen crate fails
-//! when the checked-in file drifts from the header. bindgen cannot expand the
+//! crate needs neither bindgen nor libclang; `cargo xtask codegen --check` (a
+//! step of `cargo xtask test`) fails when the checked-in file drifts from the
+//! header. bindgen cannot expand the
 //! `_IOR`/`_IOWR` ioctl macros (rust-bindgen #753), so the opcodes are computed
 //! here by hand from the generated struct sizes. The test `tests/abi.rs` checks
 //! every constant, struct size, field offset and opcode against what a C

@@ -2,8 +2,9 @@
 //! for the last arrival climb the same tier ladder (spin, hardware wait, park) as any
 //! other wait, and the last arrival's release is one store.
 
+use crate::cell::WaitCell;
+use crate::policy::WaitPolicy;
 use crate::primitive::Ordering;
-use crate::{WaitCell, WaitPolicy};
 
 /// Bits of the cell that count arrivals in the current generation.
 const COUNT_MASK: u32 = 0xffff;

@@ -3,13 +3,12 @@
 //! Detection runs once per process ([`Capabilities::detect`]) and is cached. The CPUID
 //! part is a pure function of a [`CpuIdReader`](raw_cpuid::CpuIdReader)
 //! ([`Capabilities::from_cpuid`]), so the selection logic is unit-tested on recorded
-//! CPUID dumps of other CPUs (`tests/detect.rs`).
+//! CPUID dumps of other CPUs (`select/tests.rs`).
 //!
 //! Only CPUID decides whether an instruction may be used. A SIGILL probe is not
-//! trusted: on the AMD EPYC guests this project is developed on, MWAITX *executes*
-//! although CPUID hides it, and returns at once.
+//! trusted: some guests *execute* MWAITX although CPUID hides it, and trap it
+//! (`docs/hardware-results.md`).
 
-use crate::backend::kind::Backend;
 use crate::sys::{self, CpuidWaits};
 use std::fmt;
 use std::sync::OnceLock;
@@ -37,7 +36,7 @@ pub struct UmwaitControl {
 
 /// Facts that come from the operating system rather than from CPUID.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OsFacts {
+pub(crate) struct OsFacts {
     /// `umwait_control` when the kernel exposes it.
     pub umwait_control: Option<UmwaitControl>,
     /// Whether `/dev/mwait` (the kernel shim) exists.
@@ -51,14 +50,7 @@ pub struct OsFacts {
 
 impl OsFacts {
     /// Reads the facts of the running system.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let os = mwait::OsFacts::read();
-    /// assert!(os.usable_cpus >= 1);
-    /// ```
-    pub fn read() -> OsFacts {
+    pub(crate) fn read() -> OsFacts {
         OsFacts {
             umwait_control: read_umwait_control(),
             dev_mwait: sys::host::exists("/dev/mwait"),
@@ -110,8 +102,8 @@ pub struct Capabilities {
     pub umwait_control: Option<UmwaitControl>,
     /// Whether `/dev/mwait` exists.
     pub dev_mwait: bool,
-    /// CPUs this process may use ([`OsFacts::usable_cpus`]: the online CPUs within
-    /// the cgroup's cpuset and CPU quota, not the calling thread's affinity mask).
+    /// CPUs this process may use: the online CPUs within the cgroup's cpuset and
+    /// CPU quota, not the calling thread's affinity mask.
     pub usable_cpus: usize,
 }
 
@@ -124,14 +116,7 @@ impl Capabilities {
     }
 
     /// Capabilities of a target without CPUID: no hardware wait at all.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let caps = mwait::Capabilities::without_cpuid(mwait::OsFacts::read());
-    /// assert!(caps.offered().iter().all(|b| !b.is_hardware()));
-    /// ```
-    pub fn without_cpuid(os: OsFacts) -> Capabilities {
+    pub(crate) fn without_cpuid(os: OsFacts) -> Capabilities {
         Capabilities {
             vendor: Vendor::Other(std::env::consts::ARCH.to_string()),
             brand: String::new(),
@@ -151,41 +136,6 @@ impl Capabilities {
             usable_cpus: os.usable_cpus,
         }
     }
-
-    /// The backends whose instructions or devices this machine offers, best first
-    /// (before any kill switch or self-test).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let offered = mwait::Capabilities::detect().offered();
-    /// assert_eq!(offered.last(), Some(&mwait::Backend::Spin));
-    /// ```
-    pub fn offered(&self) -> Vec<Backend> {
-        Backend::ALL
-            .into_iter()
-            .filter(|&b| self.offers(b))
-            .collect()
-    }
-
-    /// Whether this machine offers `backend` (CPUID, device and OS facts only).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert!(mwait::Capabilities::detect().offers(mwait::Backend::Spin));
-    /// ```
-    pub fn offers(&self, backend: Backend) -> bool {
-        match backend {
-            Backend::Spin => true,
-            // Every platform's park tier sleeps (futex on Linux, the OS's own call
-            // or a table of parked threads elsewhere: `sys/`).
-            Backend::Futex => true,
-            Backend::Umwait => sys::HAS_X86_WAITS && self.waitpkg,
-            Backend::Mwaitx => sys::HAS_X86_WAITS && self.monitorx,
-            Backend::Kernel => sys::HAS_DEV_MWAIT && self.monitor_mwait && self.dev_mwait,
-        }
-    }
 }
 
 fn detect_now() -> Capabilities {
@@ -202,26 +152,10 @@ mod leaves {
     impl Capabilities {
         /// Decodes the capabilities from a CPUID reader and OS facts. This is the pure part
         /// of detection: tests feed it recorded CPUID dumps.
-        ///
-        /// # Examples
-        ///
-        /// ```
-        /// # #[cfg(target_arch = "x86_64")] {
-        /// use mwait::{Capabilities, OsFacts};
-        /// use mwait::raw_cpuid::CpuIdResult;
-        /// // A CPU that answers only leaf 0 and leaf 1, with WAITPKG nowhere.
-        /// let reader = |leaf: u32, _sub: u32| match leaf {
-        ///     0 => CpuIdResult { eax: 1, ebx: 0x756e_6547, ecx: 0x6c65_746e, edx: 0x4965_6e69 },
-        ///     1 => CpuIdResult { eax: 0x906ea, ebx: 0, ecx: 1 << 3, edx: 0 },
-        ///     _ => CpuIdResult { eax: 0, ebx: 0, ecx: 0, edx: 0 },
-        /// };
-        /// let os = OsFacts { umwait_control: None, dev_mwait: false, usable_cpus: 4 };
-        /// let caps = Capabilities::from_cpuid(reader, os);
-        /// assert_eq!(caps.vendor, mwait::Vendor::Intel);
-        /// assert!(caps.monitor_mwait && !caps.waitpkg);
-        /// # }
-        /// ```
-        pub fn from_cpuid<R: raw_cpuid::CpuIdReader>(reader: R, os: OsFacts) -> Capabilities {
+        pub(crate) fn from_cpuid<R: raw_cpuid::CpuIdReader>(
+            reader: R,
+            os: OsFacts,
+        ) -> Capabilities {
             let raw = reader.clone();
             let cpuid = raw_cpuid::CpuId::with_cpuid_reader(reader);
             let max_leaf = raw.cpuid1(0).eax;
@@ -262,9 +196,7 @@ mod leaves {
                         .get_advanced_power_mgmt_info()
                         .is_some_and(|p| p.has_invariant_tsc()),
                 tsc_hz_cpuid: sys::cpuid::tsc_hz_from_cpuid(&raw),
-                umwait_control: os.umwait_control,
-                dev_mwait: os.dev_mwait,
-                usable_cpus: os.usable_cpus,
+                ..Capabilities::without_cpuid(os)
             }
         }
 

@@ -39,30 +39,14 @@
 //! 2. **hardware wait**: arm a monitor on the cell's line and let the CPU sleep until
 //!    the line is written (UMONITOR/UMWAIT on Intel, MONITORX/MWAITX on AMD, or
 //!    MONITOR/MWAIT in ring 0 through the `/dev/mwait` kernel shim);
-//! 3. **park**: sleep on a futex (or the OS's equivalent, below), which frees the CPU
+//! 3. **park**: sleep on a futex (or the OS's equivalent), which frees the CPU
 //!    for other threads.
 //!
 //! The process's [`Backend`] is chosen once, from CPUID ([`Capabilities::detect`]),
-//! and reported by [`selection`]:
-//!
-//! | CPU | hardware tier | ladder |
-//! | --- | --- | --- |
-//! | Intel with WAITPKG (Tremont, Alder Lake, Sapphire Rapids and later) | UMWAIT | spin → UMWAIT → futex |
-//! | AMD with MONITORX (family 15h and later, Zen) | MWAITX | spin → MWAITX → futex |
-//! | Intel without WAITPKG, `/dev/mwait` loaded | kernel MWAIT | spin → ioctl → futex |
-//! | anything else on Linux (and most VMs, which hide all three) | none | spin → futex |
-//! | other operating systems | UMWAIT or MWAITX where CPUID offers them (no `/dev/mwait`) | spin → (UMWAIT / MWAITX →) park |
-//!
-//! The park tier sleeps on every operating system; `Backend::Futex` names it
-//! everywhere. Whether it has been executed or only compiled:
-//!
-//! | OS | park tier | asymmetric barrier (light notify) | process-shared cells | tested |
-//! | --- | --- | --- | --- | --- |
-//! | Linux | `futex(FUTEX_WAIT_BITSET)`, absolute `CLOCK_MONOTONIC` deadline | `membarrier(PRIVATE_EXPEDITED)` | non-private futexes | executed (`cargo test`, x86-64) |
-//! | Windows 8+ | `WaitOnAddress` (timeout in ms, rounded up), `WakeByAddressSingle` / `All` | `FlushProcessWriteBuffers`; off under Wine | degraded: `WaitOnAddress` is process-private, so a waiter re-checks every 1 ms | executed under Wine 8 (`cargo xtask wine-test`), where the light notify is off |
-//! | macOS | `os_sync_wait_on_address` (14.4+, found at run time), else `__ulock_wait` | none: `SeqCst` fences | the `SHARED` flags | built only (clippy, `cargo test --no-run` without the link) |
-//! | FreeBSD | `_umtx_op(UMTX_OP_WAIT_UINT_PRIVATE)`, absolute `CLOCK_MONOTONIC` deadline | none: `SeqCst` fences | `UMTX_OP_WAIT_UINT` | built only (as macOS) |
-//! | every other target | a table of parked threads keyed by address, std `park` / `unpark` | none: `SeqCst` fences | degraded as on Windows | its unit tests executed on Linux; built for NetBSD |
+//! and reported by [`selection`]. The park tier sleeps on every operating system;
+//! `Backend::Futex` names it everywhere. The README has the table of backends and
+//! the CPUs that have them, and of operating systems and what their park tier
+//! calls, each with where it has run.
 //!
 //! # Environment
 //!
@@ -75,13 +59,7 @@
 //! - `MWAIT_SELFTEST=0` (test-only) skips the hardware tiers' self-test, so that a
 //!   tier that an emulator runs as a no-op can still be exercised.
 //!
-//! # Where each hardware tier has run
-//!
-//! | tier | executed | timed on real hardware |
-//! | --- | --- | --- |
-//! | UMWAIT / TPAUSE | under `qemu-x86_64-static -cpu max` (no-op there), `cargo xtask hw-test` | not yet |
-//! | MWAITX | natively on AMD EPYC Firecracker guests that execute it although CPUID hides it (trapped: ~7 µs whatever its timer, so the self-test's check (b) demotes it), `cargo xtask hw-test` | not yet |
-//! | kernel MWAIT | in a QEMU TCG guest (`cargo xtask vm-test`; MWAIT is a no-op there with two vCPUs, and the module's deadline timer ends a wait on time) | not yet |
+//! # The self-test
 //!
 //! Every hardware tier runs a self-test the first time it is chosen (about 1 ms): it
 //! checks that a wait (a) ends within a few µs of another thread's store to the armed
@@ -94,20 +72,19 @@
 //! # The asymmetric barrier, and what it costs
 //!
 //! A notifier must order its store before its check for parked waiters. A locked
-//! instruction does that (an `xchg`: about 12 ns on the AMD EPYC guests measured
-//! here); instead, once a process has parked a waiter, mwait registers for
-//! `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` and lets the *parking* waiter pay:
-//! the notify becomes a plain store and a load (about 1.4 ns), and every park runs one
-//! `membarrier`, which costs about 0.1 µs when no other thread of the process is
-//! running and about 5 µs (an inter-processor interrupt to each CPU running one; a VM
-//! exit under a hypervisor) when some are, and briefly interrupts those threads.
-//! A cell whose waiter keeps parking (a consumer fed every millisecond) pays that once:
-//! the first park sets a sticky bit that makes the cell's notifiers fence (about as
-//! costly as the `xchg`), later parks skip `membarrier`, and 32 notifies in a row
-//! that find nobody parked clear the bit again. Programs that park often while other
-//! threads of theirs compute can turn the asymmetric barrier off with
-//! `MWAIT_MEMBARRIER=0`. The full argument is in the source (`protocol.rs`, "Notes
-//! about memory ordering").
+//! instruction does that (an `xchg`); instead, once a process has parked a waiter,
+//! mwait registers for `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` and lets the
+//! *parking* waiter pay: the notify becomes a plain store and a load, and every park
+//! runs one `membarrier`, which is cheap when no other thread of the process is
+//! running and costs an inter-processor interrupt to each CPU running one (a VM exit
+//! under a hypervisor) when some are, briefly interrupting those threads (the costs:
+//! `docs/hardware-results.md`, "Building-block costs"). A cell whose waiter keeps
+//! parking (a consumer fed every millisecond) pays that once: the first park sets a
+//! sticky bit that makes the cell's notifiers fence (about as costly as the `xchg`),
+//! later parks skip `membarrier`, and 32 notifies in a row that find nobody parked
+//! clear the bit again. Programs that park often while other threads of theirs
+//! compute can turn the asymmetric barrier off with `MWAIT_MEMBARRIER=0`. The full
+//! argument is in the source (`protocol.rs`, "Notes about memory ordering").
 //!
 //! # The contract
 //!
@@ -132,11 +109,22 @@
 //!   that the child's first wait does not block on one that a thread of the parent
 //!   had under way.
 
+//!
+//! # The semver surface
+//!
+//! The public API is what the root re-exports and [`platform`] holds: the items
+//! above and their documented methods and fields. Structs and enums marked
+//! `#[non_exhaustive]` may gain fields and variants in minor releases. The choice
+//! of backend, the default budgets' values and every figure in the docs may change
+//! in any release; the contract above does not. The `test-counters` feature and
+//! the environment variables marked test-only are for this crate's tests, outside
+//! the semver promise.
+
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-// The layers, top to bottom; a file imports only from layers below it, except that
-// detect.rs names the backends of backend/kind.rs, a leaf (see docs/architecture.md).
+// The layers, top to bottom; a file imports only from the defining modules of
+// layers below it, never through these re-exports (docs/architecture.md).
 mod backend;
 mod barrier;
 mod cell;
@@ -151,23 +139,27 @@ mod registry;
 mod select;
 mod sys;
 
-pub use backend::{Backend, CState, ParseBackendError, C0_2_MIN_LATENCY_NS, C1_MIN_LATENCY_NS};
+pub use backend::{Backend, CState};
 pub use barrier::Barrier;
 pub use cell::WaitCell;
-pub use detect::{Capabilities, OsFacts, UmwaitControl, Vendor};
+pub use detect::Capabilities;
 pub use future::{WaitUntil, WaitUntilTimer};
 pub use ladder::stats::{stats, ProcessStats, WaitStats};
 pub use ladder::WaitResult;
 pub use parker::{block_on, Parker, Unparker};
 pub use policy::{prepare, WaitPolicy};
-/// The CPUID crate whose [`CpuIdReader`](raw_cpuid::CpuIdReader) feeds
-/// [`Capabilities::from_cpuid`], re-exported so that callers use the same version.
-#[cfg(target_arch = "x86_64")]
-pub use raw_cpuid;
-pub use select::{
-    plan, select, selection, try_selection, Defaults, EnvConfig, SelectError, Selection,
-    HW_BUDGET_NS, SPIN_BUDGET_HYPERVISOR_NS, SPIN_BUDGET_NS,
-};
+pub use select::{selection, try_selection, Selection};
+
+/// The types and constants that the root API's fields, errors and defaults name:
+/// what a caller needs to spell a [`Capabilities`] field, match a
+/// [`try_selection`] error or compare a budget with the defaults.
+pub mod platform {
+    pub use crate::backend::{ParseBackendError, C0_2_MIN_LATENCY_NS, C1_MIN_LATENCY_NS};
+    pub use crate::detect::{UmwaitControl, Vendor};
+    pub use crate::select::{
+        Defaults, SelectError, HW_BUDGET_NS, SPIN_BUDGET_HYPERVISOR_NS, SPIN_BUDGET_NS,
+    };
+}
 
 /// Counters compiled in with the `test-counters` feature, for tests that prove what
 /// the fast paths do not do.

@@ -38,8 +38,8 @@ enum Budget {
 /// let p = WaitPolicy::new()
 ///     .spin(Duration::from_micros(20))
 ///     .hardware(Duration::ZERO);
-/// assert_eq!(p.get_spin(), Some(Duration::from_micros(20)));
-/// assert!(p.get_park());
+/// assert_eq!(p.spin_budget(), Some(Duration::from_micros(20)));
+/// assert!(p.parks());
 /// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct WaitPolicy {
@@ -114,7 +114,7 @@ impl WaitPolicy {
     /// use mwait::{CState, WaitPolicy};
     /// use std::time::Duration;
     /// let p = WaitPolicy::new().wake_latency(Duration::from_micros(50));
-    /// assert_eq!(p.get_cstate(), CState::C1);
+    /// assert_eq!(p.target_cstate(), CState::C1);
     /// ```
     pub const fn wake_latency(self, budget: Duration) -> WaitPolicy {
         self.cstate(CState::for_wake_latency(budget))
@@ -131,7 +131,7 @@ impl WaitPolicy {
     }
 
     /// The fixed spin budget, or `None` when it is auto.
-    pub const fn get_spin(&self) -> Option<Duration> {
+    pub const fn spin_budget(&self) -> Option<Duration> {
         match self.spin {
             Budget::Auto => None,
             Budget::Fixed(ns) => Some(Duration::from_nanos(ns)),
@@ -139,7 +139,7 @@ impl WaitPolicy {
     }
 
     /// The fixed hardware budget, or `None` when it is auto.
-    pub const fn get_hardware(&self) -> Option<Duration> {
+    pub const fn hardware_budget(&self) -> Option<Duration> {
         match self.hw {
             Budget::Auto => None,
             Budget::Fixed(ns) => Some(Duration::from_nanos(ns)),
@@ -147,17 +147,17 @@ impl WaitPolicy {
     }
 
     /// Whether waits park after the budgets.
-    pub const fn get_park(&self) -> bool {
+    pub const fn parks(&self) -> bool {
         self.park
     }
 
     /// The power state of hardware waits.
-    pub const fn get_cstate(&self) -> CState {
+    pub const fn target_cstate(&self) -> CState {
         self.cstate
     }
 
     /// The backend forced by this policy, if any.
-    pub const fn get_backend(&self) -> Option<Backend> {
+    pub const fn forced_backend(&self) -> Option<Backend> {
         self.backend
     }
 
@@ -166,7 +166,7 @@ impl WaitPolicy {
     /// adaptation), not with a zero spin budget, nor on the futex ladder (which spins
     /// only when asked).
     #[inline(always)]
-    pub(crate) const fn allows_quick_spin(&self) -> bool {
+    pub(crate) const fn allows_inline_spin(&self) -> bool {
         self.is_adaptive() && !matches!(self.backend, Some(Backend::Futex))
     }
 
@@ -275,15 +275,15 @@ mod tests {
 
     #[test]
     fn the_inline_spin_respects_policies_that_do_not_spin() {
-        assert!(WaitPolicy::new().allows_quick_spin());
-        assert!(!WaitPolicy::new().spin(Duration::ZERO).allows_quick_spin());
+        assert!(WaitPolicy::new().allows_inline_spin());
+        assert!(!WaitPolicy::new().spin(Duration::ZERO).allows_inline_spin());
         assert!(!WaitPolicy::new()
             .backend(Backend::Futex)
-            .allows_quick_spin());
+            .allows_inline_spin());
         // A fixed budget turns the adaptation, which decides the inline spin, off.
         assert!(!WaitPolicy::new()
             .spin(Duration::from_micros(3))
-            .allows_quick_spin());
-        assert!(!WaitPolicy::new().adaptive(false).allows_quick_spin());
+            .allows_inline_spin());
+        assert!(!WaitPolicy::new().adaptive(false).allows_inline_spin());
     }
 }

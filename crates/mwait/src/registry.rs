@@ -162,6 +162,18 @@ impl Registry {
         old
     }
 
+    /// Sets `bits` in `state` if slot `key` is still armed, under the lock, so that
+    /// no notifier takes the slot's waker (and clears `ASYNC_REGISTERED` with it)
+    /// between the look at the slot and the write. Returns whether it set them.
+    pub(crate) fn set_while_armed(&self, state: &AtomicU32, key: usize, bits: u32) -> bool {
+        let slab = self.slab.lock();
+        let armed = slab.slots[key].waker.is_some();
+        if armed {
+            state.fetch_or(bits, Ordering::SeqCst);
+        }
+        armed
+    }
+
     /// Releases slot `key`. `forward`: pass an unconsumed `notify_one` on.
     pub(crate) fn disarm(&self, state: &AtomicU32, key: usize, forward: bool) {
         let mut slab = self.slab.lock();

@@ -1,5 +1,6 @@
 //! The process-wide choice of backend: detection → environment → the backend, its
 //! hardware tier and the default budgets ([`plan`], [`select`], [`selection`]).
+//! The tests (`select/tests.rs`) plan on recorded CPUID dumps of other CPUs.
 
 use crate::backend::kind::Backend;
 use crate::backend::spin::SpinPause;
@@ -38,14 +39,7 @@ pub struct Defaults {
 
 impl Defaults {
     /// The defaults for a machine with these capabilities.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let d = mwait::Defaults::for_caps(mwait::Capabilities::detect());
-    /// assert!(d.spin_ns <= mwait::SPIN_BUDGET_NS);
-    /// ```
-    pub fn for_caps(caps: &Capabilities) -> Defaults {
+    pub(crate) fn for_caps(caps: &Capabilities) -> Defaults {
         let spin_ns = if caps.usable_cpus <= 1 {
             // Spinning on the only CPU we have delays the very thread we wait for.
             0
@@ -64,7 +58,7 @@ impl Defaults {
 /// The environment's say in the choice: `MWAIT_BACKEND`, `MWAIT_DISABLE`,
 /// `MWAIT_UNSAFE_FORCE`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct EnvConfig {
+pub(crate) struct EnvConfig {
     /// `MWAIT_BACKEND`: `auto` (or unset) or a backend name.
     pub backend: Option<String>,
     /// `MWAIT_DISABLE`: a comma-separated list of backend names, or `hw`/`all` for
@@ -80,16 +74,7 @@ pub struct EnvConfig {
 
 impl EnvConfig {
     /// Reads the variables of this process.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let env = mwait::EnvConfig::from_env();
-    /// if env.backend.is_none() {
-    ///     println!("MWAIT_BACKEND is unset: auto-selection");
-    /// }
-    /// ```
-    pub fn from_env() -> EnvConfig {
+    pub(crate) fn from_env() -> EnvConfig {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         EnvConfig {
             backend: var("MWAIT_BACKEND"),
@@ -143,6 +128,10 @@ pub struct Selection {
     pub(crate) spin_pause: Option<SpinPause>,
 }
 
+/// The backends with a hardware tier, which `MWAIT_DISABLE=hw` turns off.
+const HARDWARE: [Backend; 3] = [Backend::Umwait, Backend::Mwaitx, Backend::Kernel];
+
+/// `MWAIT_DISABLE`'s backends, in its order.
 fn parse_disable(s: Option<&str>) -> Result<Vec<Backend>, SelectError> {
     let mut out = Vec::new();
     for item in s
@@ -152,8 +141,7 @@ fn parse_disable(s: Option<&str>) -> Result<Vec<Backend>, SelectError> {
         .filter(|s| !s.is_empty())
     {
         match item.to_ascii_lowercase().as_str() {
-            "hw" | "hardware" => out.extend([Backend::Umwait, Backend::Mwaitx, Backend::Kernel]),
-            "all" => out.extend([Backend::Umwait, Backend::Mwaitx, Backend::Kernel]),
+            "hw" | "hardware" | "all" => out.extend(HARDWARE),
             _ => out.push(
                 item.parse()
                     .map_err(|e| SelectError(format!("MWAIT_DISABLE: {e}")))?,
@@ -166,18 +154,19 @@ fn parse_disable(s: Option<&str>) -> Result<Vec<Backend>, SelectError> {
 /// Chooses the backend from capabilities and the environment without touching the
 /// hardware: no instruction runs, no device is opened. [`select`] then builds the
 /// chosen tier; this is the part that tests run on recorded CPUID dumps of other CPUs.
-///
-/// # Examples
-///
-/// ```
-/// use mwait::{plan, Backend, Capabilities, EnvConfig};
-/// let env = EnvConfig { backend: Some("futex".into()), ..EnvConfig::default() };
-/// let sel = plan(Capabilities::detect(), &env).unwrap();
-/// assert_eq!(sel.backend, Backend::Futex);
-/// assert!(sel.forced);
-/// ```
-pub fn plan(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectError> {
-    let disabled = parse_disable(env.disable.as_deref())?;
+pub(crate) fn plan(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectError> {
+    plan_without(caps, env, &[])
+}
+
+/// [`plan`] with the backends of `off` turned off beside `MWAIT_DISABLE`'s: the
+/// tiers that [`select`] could not build.
+fn plan_without(
+    caps: &Capabilities,
+    env: &EnvConfig,
+    off: &[Backend],
+) -> Result<Selection, SelectError> {
+    let mut disabled = parse_disable(env.disable.as_deref())?;
+    disabled.extend_from_slice(off);
     let defaults = Defaults::for_caps(caps);
     let forced = parse_backend(env.backend.as_deref())?;
     let base = Selection {
@@ -300,15 +289,7 @@ fn auto_reason(b: Backend, rejected: &[(Backend, String)]) -> String {
 /// that lacks it. For the same reason an `env` with [`EnvConfig::unsafe_force`] set
 /// is only planned unless this process's own environment has
 /// `MWAIT_UNSAFE_FORCE=1`.
-///
-/// # Examples
-///
-/// ```
-/// use mwait::{select, Capabilities, EnvConfig};
-/// let sel = select(Capabilities::detect(), &EnvConfig::default()).unwrap();
-/// println!("{}: {}", sel.backend, sel.reason);
-/// ```
-pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectError> {
+pub(crate) fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectError> {
     // A caller's `unsafe_force` counts only when the process's environment, set by
     // its operator, says so too: a struct field set in safe code must not let an
     // instruction past CPUID.
@@ -318,8 +299,10 @@ pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectE
     let mut env = env.clone();
     let mut demoted: Option<(Backend, String)> = None;
     let mut failed: Vec<(Backend, String)> = Vec::new();
+    // The tiers that could not be built, turned off for the next plan.
+    let mut off: Vec<Backend> = Vec::new();
     loop {
-        let mut sel = plan(caps, &env)?;
+        let mut sel = plan_without(caps, &env, &off)?;
         sel.demoted = demoted.clone();
         sel.rejected.splice(0..0, failed.iter().cloned());
         sel.spin_pause = backend::spin::pause_token(
@@ -350,15 +333,11 @@ pub fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, SelectE
                     env.backend = None;
                     // A forced tier that failed falls back to the ladders every
                     // machine has, not to another hardware tier.
-                    let mut off = env.disable.take().unwrap_or_default();
-                    off.push_str(",hw");
-                    env.disable = Some(off);
+                    off.extend(HARDWARE);
                 } else {
                     failed.push((b, e.to_string()));
                 }
-                let mut off = env.disable.take().unwrap_or_default();
-                off.push_str(&format!(",{b}"));
-                env.disable = Some(off);
+                off.push(b);
             }
         }
     }
@@ -461,3 +440,6 @@ pub(crate) fn backend_hw(b: Backend) -> Option<HwTier> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -42,8 +42,59 @@ fn child_entry() {
             let r = cell.wait_until_timeout(|v| v == 2, std::time::Duration::from_micros(1));
             println!("waited: {r:?}");
         }
+        #[cfg(target_os = "linux")]
+        "membarrier_denied" => membarrier_denied_after_registration(),
         other => panic!("unknown case {other}"),
     }
+}
+
+/// The child of [`a_process_that_loses_membarrier_falls_back_to_fenced_notifies`]:
+/// registers for `membarrier` (a first park), then installs a seccomp filter that
+/// refuses it, as a sandbox applied after `fork()` would, and parks on fresh cells,
+/// each of which needs the barrier.
+#[cfg(target_os = "linux")]
+fn membarrier_denied_after_registration() {
+    use mwait::{Backend, WaitCell, WaitPolicy, WaitResult};
+    use std::time::{Duration, Instant};
+    let park_at_once = WaitPolicy::new().backend(Backend::Futex);
+    let round = |value: u32| {
+        let cell = WaitCell::new(0);
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| cell.wait_until_with(|v| v == value, &park_at_once));
+            std::thread::sleep(Duration::from_millis(2));
+            cell.store(value);
+            assert_eq!(waiter.join().unwrap(), value);
+        });
+    };
+    mwait::prepare();
+    round(1);
+    mwait_support::deny_syscall(libc::SYS_membarrier, libc::EPERM as u16)
+        .expect("install the seccomp filter");
+    for value in 2..20 {
+        round(value);
+    }
+    // A park with nothing stored still ends at its deadline, not before.
+    let cell = WaitCell::new(0);
+    let start = Instant::now();
+    let deadline = start + Duration::from_millis(20);
+    let r = cell.wait_until_deadline_with(|v| v == 1, deadline, &park_at_once);
+    assert_eq!(r, WaitResult::TimedOut(0));
+    assert!(Instant::now() >= deadline);
+    println!("parks after membarrier was refused: ok");
+}
+
+/// A process whose `membarrier` starts failing after registration (a seccomp filter
+/// in a child) falls back to the fenced notify instead of panicking, and its waits
+/// still end when the value is stored or the deadline passes.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_process_that_loses_membarrier_falls_back_to_fenced_notifies() {
+    let (ok, out) = child("membarrier_denied", &[]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("parks after membarrier was refused: ok"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -1,14 +1,13 @@
-//! One test per finding of issue 15 ("sound from every safe call, whole after every
-//! panic"), each named after its finding. Each failed before its finding was fixed
-//! (the comment above each says how); 6 and 9 need `--features test-counters`.
+//! Soundness from every safe call and wholeness after every panic: one test per
+//! property, each with a comment on the failure it rules out. The two that count
+//! system calls need `--features test-counters`.
 //!
 //! Cases that would take the test harness down (SIGILL, `fork`, a seccomp filter
 //! that parks a thread for good) run in a child process: the test re-runs its own
-//! binary with only itself selected (`support::run_child`). Cases that hung before
-//! their fix run under a watchdog, so that a regression fails instead of stalling the
-//! run.
+//! binary with only itself selected (`support::run_child`). Cases that can hang run
+//! under a watchdog, so that a regression fails instead of stalling the run.
 //!
-//! Findings that the public API cannot reach from outside are tested in part here
+//! Properties that the public API cannot reach from outside are tested in part here
 //! (see each test's comment for what stays for a unit test inside the crate).
 
 // Linux only: its cases need `fork`, `MAP_SHARED` memory, seccomp and `membarrier`.
@@ -16,7 +15,7 @@
 
 mod support;
 
-use mwait::{Backend, Capabilities, EnvConfig, WaitCell, WaitPolicy, WaitResult};
+use mwait::{Backend, WaitCell, WaitPolicy, WaitResult};
 use std::os::unix::process::ExitStatusExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -28,7 +27,7 @@ use support::{
     armed_futures, counting_waker, is_child, no_hang, poll_with, run_child, ChildOutcome, NEVER,
 };
 
-/// Parks at once: the findings below are about the park tier and the registry.
+/// Parks at once: the properties below are about the park tier and the registry.
 const PARK_AT_ONCE: WaitPolicy = WaitPolicy::new().backend(Backend::Futex);
 
 /// The tests of this file take turns: some count process-wide system calls, and
@@ -106,54 +105,7 @@ fn fork_and_wait(limit: Duration, body: impl FnOnce() -> i32) -> Option<i32> {
     }
 }
 
-// Finding 1: `select` with capabilities that claim an instruction this CPU lacks
-// must plan without executing it: it returns what `plan` returns. Were it to build
-// the tier and run its self-test, the child would die of SIGILL (UMONITOR on a CPU
-// without WAITPKG).
-#[test]
-fn finding_1_select_on_foreign_capabilities_executes_nothing() {
-    if !in_child("finding_1_select_on_foreign_capabilities_executes_nothing") {
-        return;
-    }
-    let mut caps = Capabilities::detect().clone();
-    let foreign = if caps.waitpkg { "mwaitx" } else { "umwait" };
-    if !caps.waitpkg {
-        caps.waitpkg = true;
-    } else if !caps.monitorx {
-        caps.monitorx = true;
-    } else {
-        println!("this CPU has both WAITPKG and MONITORX: nothing foreign to claim");
-        return;
-    }
-    let env = EnvConfig::default();
-    let r = mwait::select(&caps, &env);
-    println!("select on foreign capabilities returned {r:?}");
-    let planned = mwait::plan(&caps, &env);
-    assert_eq!(
-        r.map(|s| (s.backend, s.reason)),
-        planned.map(|s| (s.backend, s.reason)),
-        "select on foreign capabilities is plan"
-    );
-    // The same instruction forced past this CPU's own CPUID by a struct field, not by
-    // the operator's environment: planned only as well.
-    if std::env::var("MWAIT_UNSAFE_FORCE").is_err() {
-        let env = EnvConfig {
-            backend: Some(foreign.into()),
-            unsafe_force: true,
-            ..EnvConfig::default()
-        };
-        let detected = Capabilities::detect();
-        let r = mwait::select(detected, &env);
-        println!("select with unsafe_force from code returned {r:?}");
-        assert_eq!(
-            r.map(|s| (s.backend, s.reason)),
-            mwait::plan(detected, &env).map(|s| (s.backend, s.reason)),
-            "unsafe_force set in code is plan"
-        );
-    }
-}
-
-/// The shared page of finding 2: a process-shared cell and a stage word.
+/// The shared page of the shared-cell async test: a process-shared cell and a stage word.
 #[repr(C)]
 struct SharedPage {
     cell: WaitCell,
@@ -161,21 +113,21 @@ struct SharedPage {
     armed: AtomicU32,
 }
 
-/// Exit codes of finding 2's async waiter.
+/// Exit codes of the shared-cell async waiter.
 const WOKEN: i32 = 0;
 const CLEAR_PANIC: i32 = 10;
 const NEVER_WOKEN: i32 = 11;
 const OTHER_PANIC: i32 = 12;
 
-// Finding 2: an async wait on a process-shared cell must never fault or hang. The
+// An async wait on a process-shared cell must never fault or hang. The
 // waker slab, with pointers into the waiter's heap, would sit in the shared page,
 // where a notifier in the other process faults on them or wakes nobody; so making
 // the future on a shared cell panics, with a message that names the shared cell.
 // The test runs the waiter in a forked process, so that it would show a hang or a
 // fault too.
 #[test]
-fn finding_2_async_wait_on_a_shared_cell_neither_hangs_nor_faults() {
-    if !in_child("finding_2_async_wait_on_a_shared_cell_neither_hangs_nor_faults") {
+fn async_wait_on_a_shared_cell_neither_hangs_nor_faults() {
+    if !in_child("async_wait_on_a_shared_cell_neither_hangs_nor_faults") {
         return;
     }
     let size = std::mem::size_of::<SharedPage>();
@@ -253,13 +205,13 @@ fn finding_2_async_wait_on_a_shared_cell_neither_hangs_nor_faults() {
     );
 }
 
-// Finding 3: a predicate that panics in the re-check made after the waiter announced
-// its park must not leave the announcement behind. Before the fix (a drop guard in
-// the park half) `parked_waiters()` stayed 1 with nobody waiting. (The same leak
+// A predicate that panics in the re-check made after the waiter announced
+// its park must not leave the announcement behind (a drop guard in the park half
+// withdraws it); left behind, `parked_waiters()` stays 1 with nobody waiting. (The same leak
 // through the `assert!` in the waiter barrier and a failing futex wait needs an
 // injected failure: unit tests in protocol.rs, through sys/linux.rs's injection.)
 #[test]
-fn finding_3_a_panicking_predicate_leaves_no_parked_waiter() {
+fn a_panicking_predicate_leaves_no_parked_waiter() {
     let _g = serial();
     let cell = WaitCell::with_policy(0, PARK_AT_ONCE);
     let r = catch_unwind(AssertUnwindSafe(|| {
@@ -288,12 +240,12 @@ impl Wake for PanickingWaker {
     }
 }
 
-// Finding 4: a waker that panics when woken must not strand the other wakers taken in
-// the same batch. Before the fix the notifier's loop unwound at the first one and the
-// rest were dropped unwoken. (The other half of the finding, wakers cloned and
+// A waker that panics when woken must not strand the other wakers taken in
+// the same batch: a notifier's loop that unwound at the first one would drop the
+// rest unwoken. (The other half of the property, wakers cloned and
 // dropped under the registry lock, is `tokio_4129_*` in conformance.rs.)
 #[test]
-fn finding_4_a_panicking_waker_does_not_strand_its_batch() {
+fn a_panicking_waker_does_not_strand_its_batch() {
     let _g = serial();
     let cell = WaitCell::new(0);
     let bad = Waker::from(Arc::new(PanickingWaker));
@@ -310,12 +262,11 @@ fn finding_4_a_panicking_waker_does_not_strand_its_batch() {
     );
 }
 
-// Finding 5: `notify_one` must not starve an armed future while another keeps
+// `notify_one` must not starve an armed future while another keeps
 // re-arming. Two futures, ten `notify_one`s, the woken one re-polled (re-armed) after
-// each, as its task would: both must be woken. Before the fix the lowest slot took
-// all ten.
+// each, as its task would: both must be woken, not the lowest slot ten times.
 #[test]
-fn finding_5_notify_one_does_not_starve_an_armed_future() {
+fn notify_one_does_not_starve_an_armed_future() {
     const NOTIFIES: usize = 10;
     let _g = serial();
     let cell = WaitCell::new(0);
@@ -348,12 +299,12 @@ fn membarrier_off() -> bool {
     std::env::var("MWAIT_MEMBARRIER").is_ok_and(|v| v.trim() == "0")
 }
 
-// Finding 6: re-polling a pending future with the same waker must not run
-// `membarrier` each time (arming follows the FENCED rule of parks). Before the fix
-// 100 re-polls made 100 calls. Needs `--features test-counters`.
+// Re-polling a pending future with the same waker must not run
+// `membarrier` each time (arming follows the FENCED rule of parks): 100 re-polls
+// must not make 100 calls. Needs `--features test-counters`.
 #[cfg(feature = "test-counters")]
 #[test]
-fn finding_6_repolls_do_not_run_membarrier_each_time() {
+fn repolls_do_not_run_membarrier_each_time() {
     use mwait::test_counters::membarrier_calls;
     const REPOLLS: u64 = 100;
     let _g = serial();
@@ -437,19 +388,18 @@ fn install_seccomp(nr: libc::c_long, arg1: Option<u32>, action: u32) {
     }
 }
 
-// Finding 7: a futex wait that fails with an errno the ladder does not expect (here
+// A futex wait that fails with an errno the ladder does not expect (here
 // ENOSYS, as under a seccomp policy; the same path as the EINVAL of a far deadline
-// with a 32-bit `time_t`) must neither panic nor spin until its deadline. Before the
-// fix a debug build panicked ("futex wait failed: Some(38)") and a release build
-// looped on the failing call for the whole 200 ms, re-checking the predicate tens of
-// thousands of times. A waiter that sleeps (or gives up) re-checks it a handful of
+// with a 32-bit `time_t`) must neither panic nor spin until its deadline: a loop on
+// the failing call would re-check the predicate tens of thousands of times in the
+// 200 ms. A waiter that sleeps (or gives up) re-checks it a handful of
 // times; the bound below allows one re-check per 200 µs. The filter fails only
 // process-shared FUTEX_WAIT_BITSET, which std never uses, on one thread. (The
 // 32-bit `time_t` clamp itself is a unit test of the timespec conversion in the
 // crate's sys layer: a deadline of `u64::MAX` ns gives a non-negative `tv_sec` on
 // every target, checked on i686 too.)
 #[test]
-fn finding_7_an_unexpected_futex_errno_neither_panics_nor_spins() {
+fn an_unexpected_futex_errno_neither_panics_nor_spins() {
     const TIMEOUT: Duration = Duration::from_millis(200);
     const MAX_RECHECKS: u32 = 1_000;
     let _g = serial();
@@ -482,7 +432,7 @@ fn finding_7_an_unexpected_futex_errno_neither_panics_nor_spins() {
     );
 }
 
-/// Set by the SIGSYS handler of finding 8 once its thread is stuck in it.
+/// Set by the SIGSYS handler of the fork test once its thread is stuck in it.
 static TRAPPED: AtomicBool = AtomicBool::new(false);
 
 /// Holds the thread that made the trapped system call in the handler for good, so
@@ -495,7 +445,7 @@ extern "C" fn hold_forever(_: libc::c_int) {
     }
 }
 
-// Finding 8: `fork()` while another thread is inside the one-time membarrier
+// `fork()` while another thread is inside the one-time membarrier
 // registration. A seccomp filter traps that thread's `membarrier` call and holds it
 // in the SIGSYS handler, so that the registration's `OnceLock` is mid-initialisation
 // when the main thread forks; the forked child's first park on a private cell must
@@ -503,8 +453,8 @@ extern "C" fn hold_forever(_: libc::c_int) {
 // blocks for ever on the `OnceLock`; with it, the registration is settled and the
 // child parks normally.
 #[test]
-fn finding_8_fork_during_registration_leaves_the_child_able_to_park() {
-    if !in_child("finding_8_fork_during_registration_leaves_the_child_able_to_park") {
+fn fork_during_registration_leaves_the_child_able_to_park() {
+    if !in_child("fork_during_registration_leaves_the_child_able_to_park") {
         return;
     }
     if std::env::var("MWAIT_MEMBARRIER").is_ok_and(|v| v.trim() == "0") {
@@ -544,20 +494,19 @@ fn finding_8_fork_during_registration_leaves_the_child_able_to_park() {
     );
 }
 
-// Finding 9: `Barrier::wait` must wake the parked parties once per generation (the
-// last arrival's release), not on every arrival. Four parties on the park tier, the
-// first three arriving one by one while the earlier ones are parked: each
-// generation may make one futex wake. Before the fix every arrival after the first
-// woke the parked ones, and the parties re-parked. Needs `--features test-counters`.
+// `Barrier::wait` must wake the parked parties once per generation (the
+// last arrival's release), not on every arrival, which would make the parties
+// re-park. Four parties on the park tier, the first three arriving one by one while
+// the earlier ones are parked: each generation may make one futex wake. Needs `--features test-counters`.
 #[cfg(feature = "test-counters")]
 #[test]
-fn finding_9_barrier_wakes_once_per_generation() {
+fn barrier_wakes_once_per_generation() {
     use mwait::test_counters::futex_wake_calls;
     use mwait::Barrier;
     const PARTIES: u32 = 4;
     const GENERATIONS: u64 = 3;
     /// Long enough for an arrival to park before the next one comes (a few µs are
-    /// needed): only the chance of showing the finding depends on it, not the pass.
+    /// needed): only the chance of showing a regression depends on it, not the pass.
     const STAGGER: Duration = Duration::from_millis(20);
     let _g = serial();
     let barrier = Barrier::with_policy(PARTIES, PARK_AT_ONCE);

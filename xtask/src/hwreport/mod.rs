@@ -1,30 +1,26 @@
 //! `cargo xtask hw-report [--no-bench]`: one command that tells the project what a
 //! machine can do, for a user on bare metal to run and send.
 //!
-//! It runs the CPUID dump (`examples/cpuid_dump.rs`), the probe, the instruction
-//! probe (`benches/c/insn_probe.c`, built with the system's `cc`), the `hw_tiers`
-//! suite once with the machine's own choice and, for each hardware tier the
-//! machine offers (CPUID, and `/dev/mwait` for the kernel tier; a tier not offered
-//! is never forced), once for the self-test's verdict and once whole, and the quick
-//! benchmark (`cargo xtask bench --quick`, about a minute). It writes
-//! `target/mwait-hw-report.md` in the shape of `docs/hardware-results.md` and
-//! `target/mwait-hw-report.json`.
+//! It runs the tools that describe a machine and puts their output side by side
+//! in `target/mwait-hw-report.md`, in the shape of `docs/hardware-results.md`: the
+//! CPUID dump (`examples/cpuid_dump.rs`), the probe (which prints its own Markdown
+//! sections), the instruction probe (`benches/c/insn_probe.c`, built with the
+//! system's `cc`), the `hw_tiers` suite, and the quick benchmark
+//! (`cargo xtask bench --quick`, whose `report.md` it includes). It reads no output
+//! back to decide anything except through exit statuses: each hardware tier is
+//! asked for with `MWAIT_BACKEND=<tier>`, which the crate refuses where the machine
+//! does not offer the tier (nothing is forced), and the suite's selection test
+//! passes or fails on what the selection did with it.
 //!
 //! A sub-step that fails, crashes or hangs (each has a time limit) is recorded
 //! with its exit status and last lines, and the report goes on: the command fails
-//! only when it cannot write the report. On the 2-vCPU development VM a run took
-//! 57 s and 90 s once built (the quick benchmark 52 s and 81 s of it); a cold
-//! `target/` adds about 45 s of builds.
+//! only when it cannot write the report.
 
-mod json;
-mod machine;
-mod parse;
-mod render;
+mod report;
 
 use crate::util::{self, capture, project_root, step, Captured, Res};
-use machine::{CpuInfo, Cpuid, Offer, OfferFacts};
-use render::{Bench, Machine, Report, SelfTest, StepRecord, SuiteRun, TierResult, TAIL_LINES};
-use std::path::Path;
+use report::{Os, Report, SelfTest, StepRecord, TierRun, TAIL_LINES};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -41,6 +37,13 @@ const BENCH_LIMIT: Duration = Duration::from_secs(900);
 const INSN_PROBE_LIMIT: Duration = Duration::from_secs(180);
 /// Limit of the small commands (`uname`, `git`, `date`).
 const SMALL_LIMIT: Duration = Duration::from_secs(30);
+
+/// The hardware tiers, as `MWAIT_BACKEND` names them.
+const TIERS: [&str; 3] = ["umwait", "mwaitx", "kernel"];
+
+/// The suite's test that checks the selection against `MWAIT_HW_EXPECT` and
+/// `MWAIT_HW_EXPECT_DEMOTED`.
+const SELECTION_TEST: &str = "selection_is_what_the_runner_expects";
 
 /// The variables that choose a backend; cleared for every suite run so that the
 /// caller's environment does not leak into the report.
@@ -65,24 +68,20 @@ pub fn run(args: &[String]) -> Res {
     rep.generated_utc = small(Command::new("date").args(["-u", "+%Y-%m-%dT%H:%M:%SZ"]))
         .unwrap_or_else(|| "unknown date".into());
     rep.commit = commit();
-    let (cpuid, dump) = steps.cpuid_dump();
-    rep.cpuid_dump = dump;
-    rep.machine = machine(cpuid);
+    rep.os = os();
+    rep.cpuid_dump = steps.example("CPUID dump", "cpuid_dump", &[]);
 
     step("hw-report: probe (about 10 s after its build)");
-    (rep.probe_sections, rep.probe_selection) = steps.probe();
+    rep.probe = steps.example("probe", "probe", &["--markdown"]);
 
     step("hw-report: each wait instruction in a child process (benches/c/insn_probe.c)");
     rep.insn_probe = steps.insn_probe(&root);
 
     step("hw-report: hardware-tier suites");
-    let bin = steps.suite_binary();
-    if let Some(bin) = &bin {
-        let default = steps.suite(bin, "hw_tiers, the machine's own choice", &[], None);
-        rep.default_suite = Some(default);
-    }
-    for offer in rep.machine.facts.offers() {
-        rep.tiers.push(steps.tier(bin.as_deref(), offer));
+    if let Some(bin) = steps.suite_binary() {
+        let all = steps.suite(&bin, "hw_tiers, the machine's own choice", &[], None);
+        rep.default_suite = Some(all);
+        rep.tiers = TIERS.iter().map(|tier| steps.tier(&bin, tier)).collect();
     }
 
     if with_bench {
@@ -92,7 +91,22 @@ pub fn run(args: &[String]) -> Res {
 
     rep.steps = steps.0;
     rep.total_secs = t0.elapsed().as_secs_f64();
-    write_report(&rep, &root)
+    let md = rep.markdown();
+    let path = root.join(report::MD_PATH);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::write(&path, &md).map_err(|e| format!("{}: {e}", path.display()))?;
+    println!("\n{}\n", rep.verdict().replace("**", ""));
+    for s in rep.failed_steps() {
+        println!("sub-step failed: {} ({})", s.name, s.status);
+    }
+    println!(
+        "hw-report: wrote {} in {:.0} s; see its last section for how to send it",
+        path.display(),
+        rep.total_secs
+    );
+    Ok(())
 }
 
 /// Whether to run the quick benchmark (no `--no-bench`).
@@ -105,34 +119,6 @@ fn parse_args(args: &[String]) -> Res<bool> {
         }
     }
     Ok(with_bench)
-}
-
-/// Writes the Markdown and the JSON report, then prints the verdict, the failed
-/// sub-steps and where the files are.
-fn write_report(rep: &Report, root: &Path) -> Res {
-    let md = rep.markdown();
-    let md_path = root.join(render::MD_PATH);
-    let json_path = root.join(render::JSON_PATH);
-    write(&md_path, &md)?;
-    write(&json_path, &format!("{}\n", rep.json().pretty()))?;
-    println!("\n{}\n", rep.verdict().replace("**", ""));
-    for s in rep.failed_steps() {
-        println!("sub-step failed: {} ({})", s.name, s.status);
-    }
-    println!(
-        "hw-report: wrote {} and {} in {:.0} s; see their last section for how to send them",
-        md_path.display(),
-        json_path.display(),
-        rep.total_secs
-    );
-    Ok(())
-}
-
-fn write(path: &Path, text: &str) -> Res {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
-    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The output of a small command, trimmed, when it succeeds.
@@ -165,33 +151,14 @@ fn commit() -> String {
     )
 }
 
-/// The OS facts and the CPU as `/proc/cpuinfo` and the dump describe it.
-fn machine(cpuid: Cpuid) -> Machine {
-    let read = |p: &str| std::fs::read_to_string(p).ok();
-    let umwait_dir = Path::new("/sys/devices/system/cpu/umwait_control");
-    let umwait_control = umwait_dir.is_dir().then(|| {
-        ["enable_c02", "max_time"]
-            .iter()
-            .map(|f| {
-                let v = std::fs::read_to_string(umwait_dir.join(f))
-                    .map(|s| s.trim().to_string())
-                    .unwrap_or_else(|e| format!("unreadable: {e}"));
-                (f.to_string(), v)
-            })
-            .collect()
-    });
-    Machine {
-        facts: OfferFacts {
-            cpuid,
-            cpuinfo: read("/proc/cpuinfo")
-                .map(|t| CpuInfo::parse(&t))
-                .unwrap_or_default(),
-            dev_mwait: Path::new("/dev/mwait").exists(),
-        },
+/// What the OS says beside the probe's CPU description: the kernel, the first
+/// processor of `/proc/cpuinfo`, whether the mwait module is loaded.
+fn os() -> Os {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    Os {
         kernel: small(Command::new("uname").arg("-r")),
-        umwait_control,
+        cpuinfo: report::first_processor(&cpuinfo),
         module_loaded: Path::new("/sys/module/mwait").exists(),
-        usable_cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
     }
 }
 
@@ -221,84 +188,70 @@ impl Steps {
             ok: c.ok,
             secs: c.secs,
             tail,
+            answer: false,
         });
         c
     }
 
-    /// Runs `examples/cpuid_dump.rs`; the CPUID it decodes to (empty when it failed)
-    /// and its output when that holds any leaf.
-    fn cpuid_dump(&mut self) -> (Cpuid, Option<String>) {
-        let dump = self.run(
-            "CPUID dump",
-            util::cargo().args(["run", "--quiet", "--release", "--example", "cpuid_dump"]),
-            EXAMPLE_LIMIT,
-        );
-        let cpuid = if dump.ok {
-            Cpuid::parse(&dump.stdout)
-        } else {
-            Cpuid::default()
-        };
-        let text = (!cpuid.is_empty()).then(|| dump.stdout.clone());
-        (cpuid, text)
-    }
-
-    /// Runs the probe with the caller's backend choice cleared; its sections and
-    /// its backend section, read.
-    fn probe(&mut self) -> (Vec<(String, String)>, Option<parse::ProbeSelection>) {
-        let probe = self.run(
-            "probe",
-            util::cargo()
-                .args(["run", "--quiet", "--release", "--example", "probe"])
-                .env_remove("MWAIT_BACKEND")
-                .env_remove("MWAIT_DISABLE"),
-            EXAMPLE_LIMIT,
-        );
-        let sections = parse::probe_sections(&probe.stdout);
-        let selection = sections
-            .iter()
-            .find(|(t, _)| t == "backend")
-            .map(|(_, b)| parse::probe_selection(b));
-        (sections, selection)
-    }
-
-    /// One hardware tier: never forced when the machine does not offer it; else
-    /// the suite's selection test with the tier and the self-test on, then the
-    /// whole suite with the tier (the self-test off when it demoted the tier).
-    fn tier(&mut self, bin: Option<&Path>, offer: Offer) -> TierResult {
-        let tier = offer.tier.name();
-        let mut t = TierResult {
-            offer,
-            selection: None,
-            self_test: None,
-            suite: None,
-        };
-        match (bin, t.offer.offered) {
-            (_, false) => println!("{tier}: not offered ({}); not forced", t.offer.why),
-            (None, true) => println!("{tier}: offered, but the suite did not build"),
-            (Some(bin), true) => {
-                let env = [("MWAIT_BACKEND", tier)];
-                let (sel, _) = self.suite(
-                    bin,
-                    &format!("hw_tiers {tier}: selection (self-test on)"),
-                    &env,
-                    Some("selection_is_what_the_runner_expects"),
-                );
-                let st = SelfTest::of(tier, sel.as_ref());
-                let mut env = vec![("MWAIT_BACKEND", tier), ("MWAIT_HW_EXPECT", tier)];
-                if matches!(st, SelfTest::Demoted(_)) {
-                    env.push(("MWAIT_SELFTEST", "0"));
-                }
-                let (_, run) = self.suite(bin, &format!("hw_tiers {tier}: suite"), &env, None);
-                t.selection = sel;
-                t.self_test = Some(st);
-                t.suite = Some(run);
-            }
+    /// Runs an example in release mode with the caller's backend choice cleared;
+    /// its output when it succeeded and printed something.
+    fn example(&mut self, name: &str, example: &str, args: &[&str]) -> Option<String> {
+        let mut cmd = util::cargo();
+        cmd.args(["run", "--quiet", "--release", "--example", example, "--"])
+            .args(args);
+        for v in BACKEND_VARS {
+            cmd.env_remove(v);
         }
-        t
+        let c = self.run(name, &mut cmd, EXAMPLE_LIMIT);
+        Some(c.stdout).filter(|o| c.ok && !o.trim().is_empty())
+    }
+
+    /// One hardware tier, asked for with `MWAIT_BACKEND` (refused where not
+    /// offered): the selection test expecting the tier kept by the self-test, else
+    /// expecting it demoted; then the whole suite with the tier, with the
+    /// self-test off when it demoted the tier, so that the tier's code still runs
+    /// on a CPU that has it.
+    fn tier(&mut self, bin: &Path, tier: &'static str) -> TierRun {
+        let asked = ("MWAIT_BACKEND", tier);
+        let (kept, ok) = self.selection(bin, tier, "MWAIT_HW_EXPECT", "kept by");
+        let self_test = if ok {
+            SelfTest::Kept
+        } else if self
+            .selection(bin, tier, "MWAIT_HW_EXPECT_DEMOTED", "demoted by")
+            .1
+        {
+            SelfTest::Demoted
+        } else {
+            SelfTest::NotSelected { step: kept }
+        };
+        let mut env = vec![asked, ("MWAIT_HW_EXPECT", tier)];
+        let suite = match self_test {
+            SelfTest::NotSelected { .. } => None,
+            SelfTest::Demoted => {
+                env.push(("MWAIT_SELFTEST", "0"));
+                Some(self.suite(bin, &format!("hw_tiers {tier}: suite"), &env, None))
+            }
+            SelfTest::Kept => Some(self.suite(bin, &format!("hw_tiers {tier}: suite"), &env, None)),
+        };
+        TierRun {
+            tier,
+            self_test,
+            suite,
+        }
+    }
+
+    /// The suite's selection test with `tier` asked for and `expect` set to it:
+    /// the index of its record, and whether it passed (a failure is an answer).
+    fn selection(&mut self, bin: &Path, tier: &str, expect: &str, what: &str) -> (usize, bool) {
+        let name = format!("hw_tiers {tier}: selection, {what} the self-test");
+        let env = [("MWAIT_BACKEND", tier), (expect, tier)];
+        let i = self.suite(bin, &name, &env, Some(SELECTION_TEST));
+        self.0[i].answer = true;
+        (i, self.0[i].ok)
     }
 
     /// Builds the `hw_tiers` suite; its test binary's path.
-    fn suite_binary(&mut self) -> Option<std::path::PathBuf> {
+    fn suite_binary(&mut self) -> Option<PathBuf> {
         let c = self.run(
             "build the hw_tiers suite",
             &mut crate::hwtest::build_suite_command(),
@@ -314,15 +267,9 @@ impl Steps {
         bin.filter(|_| c.ok)
     }
 
-    /// One run of the suite (or of one test) with `env`; the selection it printed
-    /// and its record.
-    fn suite(
-        &mut self,
-        bin: &Path,
-        name: &str,
-        env: &[(&str, &str)],
-        only: Option<&str>,
-    ) -> (Option<parse::SuiteSelection>, SuiteRun) {
+    /// One run of the suite (or of one test) with `env` and nothing else of the
+    /// caller's backend variables; the index of its record.
+    fn suite(&mut self, bin: &Path, name: &str, env: &[(&str, &str)], only: Option<&str>) -> usize {
         let mut cmd = Command::new(bin);
         cmd.args(["--test-threads=1", "--nocapture"]);
         if let Some(t) = only {
@@ -331,21 +278,9 @@ impl Steps {
         for v in BACKEND_VARS {
             cmd.env_remove(v);
         }
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let c = self.run(name, &mut cmd, SUITE_LIMIT);
-        let out = format!("{}\n{}", c.stdout, c.stderr);
-        let run = SuiteRun {
-            env: env
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            step: self.0.len() - 1,
-            counts: parse::test_counts(&out),
-            failed_tests: parse::failed_tests(&out),
-        };
-        (parse::suite_selection(&out), run)
+        cmd.envs(env.iter().copied());
+        self.run(name, &mut cmd, SUITE_LIMIT);
+        self.0.len() - 1
     }
 
     /// Builds `benches/c/insn_probe.c` with the system's C compiler and runs it; its
@@ -379,12 +314,12 @@ impl Steps {
         Some(ran.stdout).filter(|o| !o.trim().is_empty())
     }
 
-    /// `cargo xtask bench --quick` in a child (this same binary), then its files.
-    fn bench(&mut self, root: &Path) -> Bench {
-        let dir = root.join("target/mwait-bench");
-        // A summary left by an earlier run must not pass for this one's.
-        let _ = std::fs::remove_file(dir.join("summary.json"));
-        let _ = std::fs::remove_file(dir.join("report.md"));
+    /// `cargo xtask bench --quick` in a child (this same binary); the `report.md`
+    /// it wrote, or `None` when it wrote none.
+    fn bench(&mut self, root: &Path) -> Option<String> {
+        let report = root.join("target/mwait-bench/report.md");
+        // A report left by an earlier run must not pass for this one's.
+        let _ = std::fs::remove_file(&report);
         let exe = std::env::current_exe().unwrap_or_else(|_| "xtask".into());
         let mut cmd = Command::new(exe);
         cmd.args(["bench", "--quick"]).current_dir(root);
@@ -392,19 +327,6 @@ impl Steps {
             cmd.env_remove(v);
         }
         self.run("quick benchmark", &mut cmd, BENCH_LIMIT);
-        let mut b = Bench::default();
-        match std::fs::read_to_string(dir.join("summary.json")) {
-            Ok(t) => match json::parse(&t) {
-                Ok(v) => b.summary = Some(v),
-                Err(e) => b.summary_error = Some(format!("summary.json does not parse: {e}")),
-            },
-            Err(e) => {
-                b.summary_error = Some(format!("no {}: {e}", dir.join("summary.json").display()))
-            }
-        }
-        if let Ok(md) = std::fs::read_to_string(dir.join("report.md")) {
-            b.targets = parse::bench_targets(&md);
-        }
-        b
+        std::fs::read_to_string(report).ok()
     }
 }

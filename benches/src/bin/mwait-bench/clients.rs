@@ -4,16 +4,26 @@
 //! a PAUSE ping-pong, in interleaved rounds; each target is judged on the per-round
 //! ratios (`mwait_benches::clients` has the scenarios).
 
-use super::{num, Ctx, Out};
 use crate::judge::{in_process_target, Verdict};
+use crate::report::{md, num, Out};
+use crate::Ctx;
 use mwait_benches::clients::{self, BlockOn, Workload, SIDES};
 use mwait_benches::scenarios::{self, PingPong, Placement};
 use mwait_benches::{median, min_max, round_order, stats};
 use std::fmt::Write as _;
 
+/// `clients`: measures (unless `--only` names another section), writes the tables
+/// and judges the targets (listed as not run when left out).
+pub fn run(o: &mut Out, ctx: &Ctx) {
+    let runs = measure(o, ctx);
+    for t in targets(&runs) {
+        o.target(t);
+    }
+}
+
 /// Per-round ratios, mwait over stock unless named otherwise.
 #[derive(Default)]
-pub struct ClientsRuns {
+struct ClientsRuns {
     pingpong_p50: Vec<f64>,
     pingpong_p99: Vec<f64>,
     /// The raw parker ping-pong over a PAUSE ping-pong interleaved with it.
@@ -24,8 +34,9 @@ pub struct ClientsRuns {
     idle_fresh: Vec<f64>,
 }
 
-/// Runs the section (unless `--only` names another bench) and writes its tables.
-pub fn section(o: &mut Out, ctx: &Ctx) -> ClientsRuns {
+/// Runs the scenarios and writes their tables; nothing when `--only` names another
+/// section.
+fn measure(o: &mut Out, ctx: &Ctx) -> ClientsRuns {
     let mut r = ClientsRuns::default();
     if !ctx.runs("clients") {
         return r;
@@ -136,7 +147,7 @@ pub fn section(o: &mut Out, ctx: &Ctx) -> ClientsRuns {
 }
 
 /// The section's targets.
-pub fn targets(r: &ClientsRuns) -> Vec<(String, Verdict)> {
+fn targets(r: &ClientsRuns) -> Vec<(String, Verdict)> {
     let mut t = vec![
         in_process_target(
             "clients: block_on ping-pong p50 <= 0.05x stock",

@@ -2,7 +2,8 @@
 //! child processes, in interleaved rounds, and the targets judged on them.
 
 use crate::judge::{in_process_target, ratio_target, Verdict};
-use crate::{num, Out};
+use crate::report::{md, num, Out};
+use crate::Ctx;
 use mwait_benches::cold::{self, Measures, Scenario};
 use mwait_benches::{median, min_max, round_order};
 use std::fmt::Write as _;
@@ -42,9 +43,21 @@ impl ColdRuns {
     }
 }
 
+/// `cold`: every latency scenario again, cold, in child processes (see
+/// [`mwait_benches::cold`]), with the targets judged on them.
+pub fn run(o: &mut Out, ctx: &Ctx) {
+    if !ctx.runs("cold") {
+        return;
+    }
+    eprintln!("cold ...");
+    let runs = measure(&ctx.b.cold);
+    section(o, &runs, &ctx.b.cold);
+    o.targets.extend(targets(&runs));
+}
+
 /// Runs every cold scenario, `budget.rounds` times, each mechanism of a scenario
 /// in an order rotated from round to round.
-pub fn measure(budget: &ColdBudget) -> ColdRuns {
+fn measure(budget: &ColdBudget) -> ColdRuns {
     let mut runs: Vec<(Scenario, Vec<Vec<Measures>>)> = Scenario::ALL
         .into_iter()
         .map(|s| (s, vec![Vec::new(); s.impls().len()]))
@@ -99,7 +112,7 @@ fn shares(runs: &ColdRuns, scenario: Scenario, name: &str) -> String {
 }
 
 /// The section: ping-pong arrangements, long_wait and barrier, cold.
-pub fn section(o: &mut Out, runs: &ColdRuns, budget: &ColdBudget) {
+fn section(o: &mut Out, runs: &ColdRuns, budget: &ColdBudget) {
     md!(o, "## Cold starts (`cold`)\n");
     md!(
         o,
@@ -262,7 +275,7 @@ fn barrier_table(o: &mut Out, runs: &ColdRuns) {
 }
 
 /// The report's targets judged on the cold runs, on per-round paired ratios.
-pub fn targets(runs: &ColdRuns) -> Vec<(String, Verdict)> {
+fn targets(runs: &ColdRuns) -> Vec<(String, Verdict)> {
     let mut t = Vec::new();
     let ratio = |s: Scenario, key: &str, base: &str, bound: f64, what: String| {
         ratio_target(

@@ -18,7 +18,7 @@ use std::time::Duration;
 /// ```
 /// use mwait::{CState, WaitPolicy};
 /// let p = WaitPolicy::new().cstate(CState::C0_2);
-/// assert_eq!(p.get_cstate(), CState::C0_2);
+/// assert_eq!(p.target_cstate(), CState::C0_2);
 /// assert_eq!(CState::default(), CState::C0_1);
 /// ```
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]

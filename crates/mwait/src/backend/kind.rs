@@ -1,6 +1,8 @@
 //! [`Backend`]: the names of the waiting mechanisms, as `MWAIT_BACKEND` and the
-//! reports spell them.
+//! reports spell them, and which of them a machine's [`Capabilities`] offer.
 
+use crate::detect::Capabilities;
+use crate::sys;
 use std::fmt;
 
 /// A waiting mechanism. The ladder's hardware tier is one of `Umwait`, `Mwaitx` and
@@ -88,5 +90,44 @@ impl std::str::FromStr for Backend {
             .into_iter()
             .find(|b| b.name().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| ParseBackendError(s.to_string()))
+    }
+}
+
+/// Which backends a machine offers: the bits of [`Capabilities`] read against
+/// what each backend needs on this target.
+impl Capabilities {
+    /// The backends whose instructions or devices this machine offers, best first
+    /// (before any kill switch or self-test).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let offered = mwait::Capabilities::detect().offered();
+    /// assert_eq!(offered.last(), Some(&mwait::Backend::Spin));
+    /// ```
+    pub fn offered(&self) -> Vec<Backend> {
+        Backend::ALL
+            .into_iter()
+            .filter(|&b| self.offers(b))
+            .collect()
+    }
+
+    /// Whether this machine offers `backend` (CPUID, device and OS facts only).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(mwait::Capabilities::detect().offers(mwait::Backend::Spin));
+    /// ```
+    pub fn offers(&self, backend: Backend) -> bool {
+        match backend {
+            Backend::Spin => true,
+            // Every platform's park tier sleeps (futex on Linux, the OS's own call
+            // or a table of parked threads elsewhere: `sys/`).
+            Backend::Futex => true,
+            Backend::Umwait => sys::HAS_X86_WAITS && self.waitpkg,
+            Backend::Mwaitx => sys::HAS_X86_WAITS && self.monitorx,
+            Backend::Kernel => sys::HAS_DEV_MWAIT && self.monitor_mwait && self.dev_mwait,
+        }
     }
 }

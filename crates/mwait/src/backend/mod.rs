@@ -115,7 +115,7 @@ impl fmt::Display for HwError {
 /// every hardware backend is the model's stand-in.
 pub(crate) fn hw_tier(
     backend: Backend,
-    caps: &crate::Capabilities,
+    caps: &crate::detect::Capabilities,
     unsafe_forced: bool,
 ) -> Result<HwTier, HwError> {
     if let Some(m) = model::Model::new() {
@@ -130,7 +130,7 @@ pub(crate) fn hw_tier(
 
 fn build_tier(
     backend: Backend,
-    caps: &crate::Capabilities,
+    caps: &crate::detect::Capabilities,
     unsafe_forced: bool,
 ) -> Result<HwTier, HwError> {
     let not_built =

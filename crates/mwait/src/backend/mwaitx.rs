@@ -10,12 +10,9 @@
 //! core stops issuing instructions but stays in C0, the fastest wake-up); `C1` asks
 //! for C1 (hint 0x00: lower power, slower wake-up).
 //!
-//! Where it ran: executed natively on AMD EPYC Firecracker guests whose CPUID hides
-//! MONITORX but which execute it, forced past CPUID by `cargo xtask hw-test`. There
-//! the hypervisor traps it: every episode lasts about 18 000 TSC cycles (7 µs)
-//! whatever its timer, so the self-test's check (b) demotes the tier (waits of 20 µs
-//! and 160 µs both last ~7 µs).
-//! Never timed on real hardware so far (see `docs/hardware-results.md`).
+//! Where it has run (executed, forced past CPUID, on guests that trap it, where the
+//! self-test's check (b) demotes it) and where it has been timed:
+//! `docs/hardware-results.md`.
 
 use super::{CState, HardwareWait, HwWake};
 use crate::primitive::{AtomicU32, Ordering};

@@ -6,12 +6,14 @@
 //!   word changes, honours its timer, returns at once every `n`-th episode (an
 //!   interrupt), and can cap each episode like Linux's `umwait_control` max_time
 //!   (UMWAIT's CF=1: the episode ends early, reported as `Woken`).
-//! - [`SimMonitor::trapped_noop`]: a trapped instruction of fixed cost, ~25 000 TSC
-//!   cycles (10 µs) whatever its timer, ignoring stores (MWAITX on the AMD EPYC
-//!   Firecracker guests).
+//! - [`SimMonitor::trapped_noop`]: a trapped instruction of fixed cost whatever its
+//!   timer, ignoring stores (the trapped MWAITX of `docs/hardware-results.md`).
 //! - [`SimMonitor::sleeper`]: an emulation that sleeps until its timer and ignores
 //!   stores (it does re-check the word after arming, as the contract asks).
 //! - [`SimMonitor::ignores_timer`]: a monitor that wakes on stores but has no timer.
+//! - [`SimMonitor::scripted`]: for the ladder's tests, no timing at all: every
+//!   episode returns one set [`HwWake`] at once, and one chosen episode first
+//!   stores a value, as a writer on another CPU would.
 //!
 //! The simulations run in real time, so they are built to keep each self-test
 //! verdict far from its threshold on a loaded machine: the waits sleep instead of
@@ -22,9 +24,9 @@
 
 use super::selftest::Plan;
 use super::{HardwareWait, HwWake};
+use crate::backend::CState;
 use crate::primitive::{AtomicU32, Ordering};
 use crate::sys::clock::now_ns;
-use crate::CState;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
@@ -32,9 +34,9 @@ use std::time::Duration;
 /// noise of a loaded machine.
 pub(crate) const TEST_PLAN: Plan = Plan::new(5_000_000);
 
-/// The fixed cost of the trapped MWAITX measured on the AMD EPYC guests, in ns
-/// (about 25 000 TSC cycles at 2.5 GHz).
-pub(crate) const TRAPPED_COST_NS: u64 = 10_000;
+/// The fixed cost of a simulated trapped no-op, in ns: that of the trapped MWAITX
+/// of `docs/hardware-results.md`.
+pub(crate) const TRAPPED_COST_NS: u64 = 7_000;
 
 /// How often a sleeping simulation looks at the word.
 const POLL: Duration = Duration::from_micros(50);
@@ -50,6 +52,13 @@ pub(crate) enum Kind {
     Sleeper,
     /// Wakes on stores; ignores its timer.
     IgnoresTimer,
+    /// Returns `wake` at once; episode `store_at` (counted from 1) first stores
+    /// `value` to the word.
+    Scripted {
+        store_at: u64,
+        value: u32,
+        wake: HwWake,
+    },
 }
 
 /// A simulated monitor (see the module docs).
@@ -84,7 +93,7 @@ impl SimMonitor {
         .early_every(7)
     }
 
-    /// The trapped MWAITX of the AMD EPYC guests: [`TRAPPED_COST_NS`] per episode.
+    /// A trapped instruction: [`TRAPPED_COST_NS`] per episode.
     pub(crate) fn trapped_noop() -> SimMonitor {
         SimMonitor::new(Kind::TrappedNoop {
             cost_ns: TRAPPED_COST_NS,
@@ -99,6 +108,16 @@ impl SimMonitor {
     /// A monitor with no timer.
     pub(crate) fn ignores_timer() -> SimMonitor {
         SimMonitor::new(Kind::IgnoresTimer)
+    }
+
+    /// A monitor that takes no time: every episode returns `wake`, and the
+    /// `store_at`-th first stores `value`.
+    pub(crate) fn scripted(store_at: u64, value: u32, wake: HwWake) -> SimMonitor {
+        SimMonitor::new(Kind::Scripted {
+            store_at,
+            value,
+            wake,
+        })
     }
 
     /// This monitor, returning at once every `n`-th episode (0: never).
@@ -117,6 +136,22 @@ impl SimMonitor {
 impl HardwareWait for SimMonitor {
     fn wait_episode(&self, word: &AtomicU32, old: u32, deadline_ns: u64, _: CState) -> HwWake {
         let n = self.episodes.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Kind::Scripted {
+            store_at,
+            value,
+            wake,
+        } = self.kind
+        {
+            assert_eq!(
+                word.load(Ordering::Relaxed),
+                old,
+                "an episode starts on `old`"
+            );
+            if n == store_at {
+                word.store(value, Ordering::Release);
+            }
+            return wake;
+        }
         let start = now_ns();
         if let Kind::TrappedNoop { cost_ns } = self.kind {
             while now_ns() < start + cost_ns {

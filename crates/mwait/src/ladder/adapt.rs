@@ -60,10 +60,44 @@ pub(crate) struct Adaptive {
     probe_every: AtomicU32,
     /// The CPU the last waiter to park went to sleep on.
     parked_cpu: AtomicU32,
-    /// 1 while the last spin of the ladder caught the change (and no wait parked
-    /// since): the next untimed wait may then spin its first loads inline, see
-    /// [`Adaptive::quick_spin_ok`].
-    caught: AtomicU32,
+}
+
+/// 1 while the last spin of the ladder on a cell caught the change (and no wait
+/// parked since): the next untimed wait may then spin its first loads inline, see
+/// [`Caught::inline_spin_ok`]. A wait caught in the park tier writes it twice (off,
+/// then on), so the cell keeps it away from the line that holds the state word, which
+/// the notifier loads on every notify.
+#[derive(Debug)]
+pub(crate) struct Caught(AtomicU32);
+
+impl Caught {
+    pub(crate) const fn new() -> Caught {
+        Caught(AtomicU32::new(0))
+    }
+
+    /// Whether a wait may spin its first loads inline, before the ladder: the last spin
+    /// of the ladder on this cell caught the change and no wait has parked since (a
+    /// spin that catches its partner is not stopped by the run queue's length, see
+    /// `load.rs`). One load, no clock.
+    #[inline(always)]
+    pub(crate) fn inline_spin_ok(&self) -> bool {
+        self.get()
+    }
+
+    /// Whether the cell's last spin caught the change (and no park came since).
+    #[inline(always)]
+    pub(crate) fn get(&self) -> bool {
+        self.0.load(Relaxed) != 0
+    }
+
+    /// Notes whether the ladder's spin caught the change (`false` also when a wait
+    /// parks). Stores only on a change.
+    #[inline]
+    pub(crate) fn note(&self, caught: bool) {
+        if self.get() != caught {
+            self.0.store(u32::from(caught), Relaxed);
+        }
+    }
 }
 
 impl Adaptive {
@@ -73,7 +107,6 @@ impl Adaptive {
             skips: AtomicU32::new(0),
             probe_every: AtomicU32::new(PROBE_MIN),
             parked_cpu: AtomicU32::new(u32::MAX),
-            caught: AtomicU32::new(0),
         }
     }
 
@@ -95,30 +128,6 @@ impl Adaptive {
         } else {
             self.skips.store(left - 1, Relaxed);
             0
-        }
-    }
-
-    /// Whether a wait may spin its first loads inline, before the ladder: the last spin
-    /// of the ladder on this cell caught the change and no wait has parked since (a
-    /// spin that catches its partner is not stopped by the run queue's length, see
-    /// `load.rs`). One load, no clock.
-    #[inline(always)]
-    pub(crate) fn quick_spin_ok(&self) -> bool {
-        self.caught()
-    }
-
-    /// Whether the cell's last spin caught the change (and no park came since).
-    #[inline(always)]
-    pub(crate) fn caught(&self) -> bool {
-        self.caught.load(Relaxed) != 0
-    }
-
-    /// Notes whether the ladder's spin caught the change (`false` also when a wait
-    /// parks). Stores only on a change.
-    #[inline]
-    pub(crate) fn note_caught(&self, caught: bool) {
-        if (self.caught.load(Relaxed) != 0) != caught {
-            self.caught.store(u32::from(caught), Relaxed);
         }
     }
 
@@ -236,108 +245,4 @@ pub(crate) fn take_woke() -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_inline_spin_follows_the_last_ladder_spin() {
-        let a = Adaptive::new();
-        assert!(!a.quick_spin_ok(), "nothing caught yet");
-        a.note_caught(true);
-        assert!(a.quick_spin_ok(), "whatever the run queue says");
-        a.note_caught(false);
-        assert!(!a.quick_spin_ok(), "a failed spin or a park turns it off");
-    }
-
-    /// Indices of the waits that probe among `n`, every probe failing.
-    fn failing_probes(a: &Adaptive, n: u32) -> Vec<u32> {
-        (0..n)
-            .filter(|_| {
-                let probe = a.spin_budget(1000, false) > 0;
-                if probe {
-                    a.record_spin(false);
-                }
-                probe
-            })
-            .collect()
-    }
-
-    #[test]
-    fn failing_spins_stop_spinning_and_probes_back_off() {
-        let a = Adaptive::new();
-        for _ in 0..3 {
-            assert_eq!(a.spin_budget(1000, false), 1000);
-            a.record_spin(false);
-        }
-        assert_eq!(
-            a.spin_budget(1000, false),
-            1000,
-            "three failures still spin"
-        );
-        a.record_spin(false);
-        assert!(
-            a.score.load(Relaxed) < SCORE_SPIN_MIN,
-            "score {}",
-            a.score.load(Relaxed)
-        );
-        let probes = failing_probes(&a, 20_000);
-        let gaps: Vec<u32> = probes.windows(2).map(|w| w[1] - w[0]).collect();
-        assert_eq!(probes[0], 0, "the first skip-mode wait probes");
-        assert_eq!(gaps[0], PROBE_MIN + 1);
-        for w in gaps.windows(2) {
-            assert!(
-                w[1] == (w[0] - 1) * 2 + 1 || w[1] == PROBE_MAX + 1,
-                "{gaps:?}"
-            );
-        }
-        assert_eq!(*gaps.last().unwrap(), PROBE_MAX + 1, "capped: {gaps:?}");
-    }
-
-    #[test]
-    fn a_successful_probe_brings_probing_back_to_its_fastest() {
-        let a = Adaptive::new();
-        for _ in 0..20 {
-            a.record_spin(false);
-        }
-        let _ = failing_probes(&a, 10_000);
-        a.record_spin(true);
-        let probes = failing_probes(&a, 5_000);
-        let first_gap = probes.windows(2).map(|w| w[1] - w[0]).find(|&g| g > 1);
-        assert_eq!(first_gap, Some(PROBE_MIN + 1), "{probes:?}");
-    }
-
-    #[test]
-    fn successes_restore_spinning() {
-        let a = Adaptive::new();
-        for _ in 0..20 {
-            a.record_spin(false);
-        }
-        assert_eq!(a.spin_budget(0, false), 0);
-        a.record_spin(true);
-        a.record_spin(true);
-        assert!(a.score.load(Relaxed) >= SCORE_SPIN_MIN);
-        assert_eq!(a.spin_budget(1000, false), 1000);
-    }
-
-    #[test]
-    fn a_wake_is_remembered_once() {
-        assert!(!take_woke());
-        note_woke();
-        assert!(take_woke());
-        assert!(!take_woke(), "taken once");
-    }
-
-    #[test]
-    fn a_short_unspun_wait_counts_as_success() {
-        let a = Adaptive::new();
-        for _ in 0..20 {
-            a.record_spin(false);
-        }
-        let before = a.score.load(Relaxed);
-        a.record_unspun_wait(100, 600, 1000);
-        assert!(a.score.load(Relaxed) > before);
-        let mid = a.score.load(Relaxed);
-        a.record_unspun_wait(100, 5000, 1000);
-        assert_eq!(a.score.load(Relaxed), mid);
-    }
-}
+mod tests;

@@ -50,17 +50,17 @@ static OVER_STREAK: AtomicU32 = AtomicU32::new(0);
 
 /// Whether spinning could help, from the last reading of the run queue (no clock,
 /// no refresh): what a wait uses to start spinning at once. The caller refreshes the
-/// reading with [`spinning_can_help`] right after its first round of loads, or
+/// reading with [`allows_spin_now`] right after its first round of loads, or
 /// before it parks when this says no (so that the answer cannot stick).
 #[inline]
-pub(crate) fn spinning_could_help() -> bool {
+pub(crate) fn last_reading_allows_spin() -> bool {
     OVER_STREAK.load(Relaxed) < OVER_READINGS
 }
 
 /// Whether spinning can help now (`now` from the monotonic clock): the machine is
 /// not oversubscribed. Re-reads the run queue if the last reading is older than
 /// [`LOAD_CHECK_INTERVAL_NS`].
-pub(crate) fn spinning_can_help(now: u64) -> bool {
+pub(crate) fn allows_spin_now(now: u64) -> bool {
     !oversubscribed(Capabilities::detect().usable_cpus, now)
 }
 
@@ -88,7 +88,7 @@ fn oversubscribed(cpus: usize, now: u64) -> bool {
             Relaxed,
         );
     }
-    !spinning_could_help()
+    !last_reading_allows_spin()
 }
 
 #[cfg(test)]

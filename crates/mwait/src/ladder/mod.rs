@@ -20,6 +20,7 @@
 
 pub(crate) mod adapt;
 pub(crate) mod estimate;
+mod filter;
 pub(crate) mod load;
 pub(crate) mod stats;
 
@@ -30,7 +31,7 @@ use crate::primitive::{yield_now, AtomicU32, Ordering};
 use crate::protocol::{MonitorLine, Sleepers};
 use crate::sys::clock::now_ns;
 use crate::sys::park::Parked;
-use adapt::Adaptive;
+use adapt::{Adaptive, Caught};
 use stats::CellStats;
 
 /// Length of one spin round of a waiter that never parks (`WaitPolicy::park(false)`
@@ -157,6 +158,7 @@ pub(crate) struct Waiter<'a> {
     pub(crate) line: &'a MonitorLine,
     pub(crate) sleepers: &'a Sleepers,
     pub(crate) adapt: &'a Adaptive,
+    pub(crate) caught: &'a Caught,
     pub(crate) stats: &'a CellStats,
 }
 
@@ -205,7 +207,7 @@ impl<'a> Climb<'a> {
         // the first's partner demonstrably answers in time, and the second's was
         // just made runnable (the adaptive score still limits failing hand-off spins
         // to probes). Neither lifts the gate for the hardware tier.
-        let caught = cell.adapt.caught();
+        let caught = cell.caught.get();
         // Whether the CPU we would hold is needed by others. A wait that will spin
         // starts from the last reading of the run queue and spins its first round of
         // loads before it reads the clock at all, so that a partner that answers
@@ -215,8 +217,8 @@ impl<'a> Climb<'a> {
         let can_help = !pol.adaptive
             || (spin_ns == 0 && !pol.hw_wanted())
             || caught
-            || load::spinning_could_help()
-            || load::spinning_can_help(now_ns());
+            || load::last_reading_allows_spin()
+            || load::allows_spin_now(now_ns());
         Climb {
             cell,
             pol,
@@ -261,7 +263,7 @@ impl<'a> Climb<'a> {
             // whose spin the run-queue gate skipped (`load.rs`: only cells whose last
             // spin caught the change are exempt) would keep taking this path, its
             // waits never sleeping and never spinning again.
-            self.cell.adapt.note_caught(true);
+            self.cell.caught.note(true);
         }
         end(
             self.cell.stats,
@@ -329,7 +331,7 @@ fn spin_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32
         // the spin began: a spin may last one round (LOADS_PER_CLOCK_READ pauses)
         // longer than its budget, as its end may already overshoot.
         let now = now_ns();
-        if c.pol.adaptive && !c.caught && !c.handoff && !load::spinning_can_help(now) {
+        if c.pol.adaptive && !c.caught && !c.handoff && !load::allows_spin_now(now) {
             // The fresh reading says the CPUs are needed: stop, and do not count this
             // as a failed spin.
             c.can_help = false;
@@ -348,7 +350,7 @@ fn spin_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32
             c.cell.stats.record_handoff(hit.is_some());
         }
         if c.pol.adaptive {
-            c.cell.adapt.note_caught(hit.is_some());
+            c.cell.caught.note(hit.is_some());
             if c.handoff {
                 c.cell.adapt.record_handoff_spin(hit.is_some());
             } else {
@@ -412,7 +414,7 @@ fn park_tier(c: &mut Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Outcome {
         }
         let adapt = c.cell.adapt;
         adapt.note_parking();
-        adapt.note_caught(false);
+        c.cell.caught.note(false);
         // The clock is read around the sleep only on the parks that measure it.
         let parked_ns = estimate::wake_sample_due().then(now_ns);
         match c.cell.line.park(c.cell.sleepers, &mut *pred, c.deadline) {
@@ -453,160 +455,4 @@ fn no_park_round(c: &Climb<'_>, pred: &mut dyn FnMut(u32) -> bool) -> Option<u32
 }
 
 #[cfg(test)]
-mod simulated;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::backend::CState;
-    use std::cell::Cell;
-
-    /// A simulated monitor: each episode is counted, and the `store_at`-th one writes
-    /// `value` to the word, as a writer on another CPU would.
-    struct SimulatedMonitor {
-        episodes: Cell<u32>,
-        store_at: u32,
-        value: u32,
-        wake: HwWake,
-    }
-
-    impl HardwareWait for SimulatedMonitor {
-        fn wait_episode(&self, word: &AtomicU32, old: u32, _deadline: u64, _c: CState) -> HwWake {
-            let n = self.episodes.get() + 1;
-            self.episodes.set(n);
-            assert_eq!(
-                word.load(Ordering::Relaxed),
-                old,
-                "an episode starts on `old`"
-            );
-            if n == self.store_at {
-                word.store(self.value, Ordering::Release);
-            }
-            self.wake
-        }
-    }
-
-    /// Runs the hardware tier on a fresh cell holding 0 with `hw`, until `target`.
-    /// Returns what the tier returned, whether it recorded its start, and how many
-    /// spurious returns it counted.
-    fn run_hardware_tier(hw: &SimulatedMonitor, target: u32) -> (Option<u32>, bool, u64) {
-        let (line, sleepers, adapt, stats) = (
-            MonitorLine::new(0, false),
-            Sleepers::new(false),
-            Adaptive::new(),
-            CellStats::new(),
-        );
-        let pol = Resolved {
-            spin_ns: 0,
-            hw_ns: 60_000_000_000,
-            hw: None,
-            spin_pause: None,
-            park: true,
-            adaptive: false,
-            cstate: CState::C0_1,
-        };
-        let cell = Waiter {
-            line: &line,
-            sleepers: &sleepers,
-            adapt: &adapt,
-            stats: &stats,
-        };
-        let mut c = Climb::start(cell, pol, None);
-        let r = hardware_tier(&mut c, hw, &mut |v| v == target);
-        (r, c.hw_start.is_some(), stats.snapshot().spurious_hardware)
-    }
-
-    #[test]
-    fn a_wait_that_finds_the_change_in_the_park_tier_counts_as_caught() {
-        let (line, sleepers, adapt, stats) = (
-            MonitorLine::new(1, false),
-            Sleepers::new(false),
-            Adaptive::new(),
-            CellStats::new(),
-        );
-        let cell = Waiter {
-            line: &line,
-            sleepers: &sleepers,
-            adapt: &adapt,
-            stats: &stats,
-        };
-        // An adaptive wait whose spin is skipped (as the run-queue gate skips it),
-        // on a cell whose last spin did not catch the change.
-        let pol = Resolved {
-            spin_ns: 0,
-            hw_ns: 0,
-            hw: None,
-            spin_pause: None,
-            park: true,
-            adaptive: true,
-            cstate: CState::C0_1,
-        };
-        assert!(!adapt.caught());
-        let hw: Option<&SimulatedMonitor> = None;
-        let o = climb(cell, &mut |v| v == 1, None, pol, hw);
-        assert_eq!((o.value, o.ended, o.slept), (1, Ended::Park, false));
-        assert!(adapt.caught(), "the next wait may spin inline again");
-        // A wait that times out in the park tier does not.
-        adapt.note_caught(false);
-        let o = climb(cell, &mut |v| v == 2, Some(0), pol, hw);
-        assert_eq!(o.ended, Ended::TimedOut);
-        assert!(!adapt.caught());
-    }
-
-    fn monitor(store_at: u32, value: u32, wake: HwWake) -> SimulatedMonitor {
-        SimulatedMonitor {
-            episodes: Cell::new(0),
-            store_at,
-            value,
-            wake,
-        }
-    }
-
-    #[test]
-    fn the_hardware_tier_rechecks_after_every_episode() {
-        let hw = monitor(3, 7, HwWake::Woken);
-        assert_eq!(
-            run_hardware_tier(&hw, 7),
-            (Some(7), true, 2),
-            "two episodes woke with the value unchanged"
-        );
-        assert_eq!(
-            hw.episodes.get(),
-            3,
-            "two spurious episodes, then the store"
-        );
-    }
-
-    #[test]
-    fn a_monitor_that_yields_sends_the_wait_on_to_park() {
-        let hw = monitor(u32::MAX, 0, HwWake::Yield);
-        assert_eq!(run_hardware_tier(&hw, 1), (None, true, 0));
-        assert_eq!(hw.episodes.get(), 1);
-    }
-
-    #[test]
-    fn only_a_timeout_reads_as_timed_out_and_end_counts_every_wait_but_the_first_look() {
-        let stats = CellStats::new();
-        for ended in [
-            Ended::Entry,
-            Ended::Spin,
-            Ended::Hardware,
-            Ended::Park,
-            Ended::NoPark,
-            Ended::AtDeadline,
-        ] {
-            let o = Outcome::before_ladder(5, ended);
-            assert_eq!(end(&stats, o).result(), WaitResult::Ready(5), "{ended:?}");
-        }
-        let o = Outcome::before_ladder(5, Ended::TimedOut);
-        assert_eq!(end(&stats, o).result(), WaitResult::TimedOut(5));
-        let s = stats.snapshot();
-        // Entry is no wait; the yield rounds and a park that met its deadline as the
-        // value arrived count as parks. (Inline endings reach a cell in batches:
-        // `stats.rs` tests them.)
-        assert_eq!(
-            (s.inline_spin, s.spin, s.hardware, s.park, s.timeout),
-            (0, 1, 1, 3, 1)
-        );
-    }
-}
+mod tests;

@@ -3,7 +3,7 @@
 use super::contract::Parked;
 use super::counters::{self, Counter};
 use crate::primitive::AtomicU32;
-use std::sync::atomic::{fence, AtomicU8, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 /// Nothing to keep beside the word: the kernel keys futex sleepers by address.
@@ -36,6 +36,19 @@ pub(crate) fn wait(
     deadline_ns: Option<u64>,
     shared: bool,
 ) -> Parked {
+    // Without a working barrier, sleep in slices (see `BARRIER_LOST`): a slice that
+    // ends before the caller's deadline is reported as a wake-up, and the caller
+    // re-checks.
+    let (deadline_ns, sliced) = match BARRIER_LOST.load(Ordering::Relaxed) {
+        false => (deadline_ns, false),
+        true => {
+            let slice_end = super::clock::now_ns().saturating_add(BARRIER_LOST_SLICE_NS);
+            match deadline_ns {
+                Some(d) if d <= slice_end => (Some(d), false),
+                _ => (Some(slice_end), true),
+            }
+        }
+    };
     let ts = deadline_ns.map(timespec_of);
     let ts_ptr = ts
         .as_ref()
@@ -71,6 +84,7 @@ pub(crate) fn wait(
             FUTEX_FAILURES.with(|f| f.set(0));
             Parked::Changed
         }
+        Err(libc::ETIMEDOUT) if sliced => Parked::Woken,
         Err(libc::ETIMEDOUT) => Parked::TimedOut,
         Err(_) => sleep_after_failure(deadline_ns),
     }
@@ -174,23 +188,48 @@ pub(crate) fn begin_light_store(word: &AtomicU32) -> bool {
 /// notifiers use the light path), else a `SeqCst` fence (then they never do). The
 /// first call registers; every waiter blocks on that one-time registration, so no
 /// waiter can take the fence path once a notifier may take the light one.
+///
+/// Where the call fails after registration and registering again does not help (a
+/// seccomp filter installed since, say, in a child after `fork()`), the process falls
+/// back to the fenced notify for good (see [`fall_back_to_fenced_notifies`]).
 pub(crate) fn waiter_barrier() {
-    if !registered() {
+    if !registered() || BARRIER_LOST.load(Ordering::Relaxed) {
         fence(Ordering::SeqCst);
         return;
     }
     if membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 {
         // EPERM: this memory map is not registered (a child after fork() inherits
-        // our flag but, on some kernels, not the registration). Register and retry;
-        // the notifiers of this process rely on it, so failing here is fatal.
+        // our flag but, on some kernels, not the registration). Register and retry.
         let again = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0
             && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
-        assert!(
-            again,
-            "mwait: membarrier(PRIVATE_EXPEDITED) failed after registration: {}",
-            std::io::Error::last_os_error()
-        );
+        if !again {
+            fall_back_to_fenced_notifies();
+        }
     }
+}
+
+/// Set once `membarrier` has failed after registration: from then on notifiers fence
+/// ([`NOTIFY_FENCED`]), waiters fence, and every park sleeps in slices of at most
+/// [`BARRIER_LOST_SLICE_NS`].
+static BARRIER_LOST: AtomicBool = AtomicBool::new(false);
+
+/// The longest sleep of a park once the barrier is lost: what a light notify that was
+/// under way at the switch can delay a waiter by.
+const BARRIER_LOST_SLICE_NS: u64 = 1_000_000;
+
+/// Turns the light notify off for good. New notifies fence (the symmetric protocol,
+/// which needs no `membarrier`), and so does this waiter. But a notifier that read
+/// the light mode before the switch may still be between its store and its load, and
+/// no barrier of ours can order it now: a waiter that parks may miss its store. So
+/// every park of this process from now on sleeps in slices of
+/// [`BARRIER_LOST_SLICE_NS`] and re-checks its predicate after each, which bounds
+/// what such a notify can cost to one slice; the slices are kept for good, as nothing
+/// tells when the last light notify has ended.
+#[cold]
+fn fall_back_to_fenced_notifies() {
+    NOTIFY_MODE.store(NOTIFY_FENCED, Ordering::SeqCst);
+    BARRIER_LOST.store(true, Ordering::SeqCst);
+    fence(Ordering::SeqCst);
 }
 
 /// Whether this process is registered for `membarrier(PRIVATE_EXPEDITED)`: the first
@@ -232,9 +271,6 @@ const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
 fn membarrier(cmd: libc::c_int) -> libc::c_long {
     counters::count(Counter::Membarrier);
-    if inject::membarrier_fails() {
-        return -1;
-    }
     // SAFETY: membarrier takes two integers and a cpu id (unused without the CPU
     // flag) and touches no user memory.
     unsafe {
@@ -348,24 +384,15 @@ impl ThreadCpus {
     }
 }
 
-/// Failures that the crate's unit tests inject into this thread's system calls, to
-/// test the paths that only a broken kernel or a seccomp policy would take. Outside
+/// Failures that the crate's unit tests inject into this thread's futex waits, to
+/// test the paths that only a broken kernel or a seccomp policy would take (a
+/// `membarrier` refused by a real seccomp filter is tested in `tests/env.rs`). Outside
 /// `cfg(test)` they are constants that inject nothing.
 pub(crate) mod inject {
     #[cfg(test)]
     std::thread_local! {
-        static MEMBARRIER_FAILS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
         static FUTEX_WAIT_ERRNO: std::cell::Cell<Option<i32>> =
             const { std::cell::Cell::new(None) };
-    }
-
-    /// Whether this thread's `membarrier` calls fail.
-    #[inline(always)]
-    pub(super) fn membarrier_fails() -> bool {
-        #[cfg(test)]
-        return MEMBARRIER_FAILS.with(|f| f.get());
-        #[cfg(not(test))]
-        false
     }
 
     /// The error this thread's futex waits fail with, if any.
@@ -375,12 +402,6 @@ pub(crate) mod inject {
         return FUTEX_WAIT_ERRNO.with(|f| f.get());
         #[cfg(not(test))]
         None
-    }
-
-    /// Makes this thread's `membarrier` calls fail (or succeed again).
-    #[cfg(test)]
-    pub(crate) fn set_membarrier_fails(fails: bool) {
-        MEMBARRIER_FAILS.with(|f| f.set(fails));
     }
 
     /// Makes this thread's futex waits fail with `errno` (`None`: call the kernel).

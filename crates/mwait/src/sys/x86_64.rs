@@ -232,8 +232,8 @@ impl MonitorX {
     ///
     /// # Safety
     ///
-    /// The instructions must execute on this CPU (on the AMD EPYC guests this project
-    /// is developed on they do, although CPUID hides them).
+    /// The instructions must execute on this CPU (some guests execute them although
+    /// CPUID hides them: `docs/hardware-results.md`).
     pub(crate) unsafe fn new_unchecked() -> Option<MonitorX> {
         Some(MonitorX(()))
     }
@@ -271,13 +271,17 @@ pub(crate) fn prefetchw_supported() -> bool {
 }
 
 /// Asks for `word`'s cache line in the exclusive state ahead of a store to it
-/// (PREFETCHW). The light notify stores to the monitor line and then loads `state` on
-/// the same line; without this, that load (which the CPU may run before the store
-/// commits) fetches the line shared, and the store then needs a second transaction
-/// to own it, which the waiter's re-load waits for: one more line transfer per hop
-/// of a ping-pong between cores (measured in `docs/default-policy.md`). On a line
-/// this CPU already owns it costs next to nothing. A hint: it never faults, and it
-/// wakes no monitor (it writes nothing).
+/// (PREFETCHW), so that the light notify's store does not wait for the line's
+/// transfer after the CPU has started on the instructions that follow it (the
+/// figures are in `docs/default-policy.md`). On a line this CPU already owns it costs
+/// next to nothing. A hint: it never faults and writes nothing.
+///
+/// It may end a hardware wait armed on the line early. The request for ownership
+/// invalidates the waiter's copy of the line, and the SDM and APM leave the events
+/// that end UMWAIT and MWAITX besides a store to the armed range to the
+/// implementation; an invalidation is one on some parts. That is harmless: every
+/// hardware wait tolerates an early return (the waiter re-checks the value and arms
+/// again), and the store that would have ended the wait follows within nanoseconds.
 ///
 /// # Safety
 ///

@@ -1,6 +1,6 @@
-//! Functional tests of `WaitCell`, the policy and the backend choice.
+//! `WaitCell`, the policy and the backend choice, as users call them.
 
-use mwait::{select, Backend, Capabilities, EnvConfig, OsFacts, WaitCell, WaitPolicy, WaitResult};
+use mwait::{Backend, Capabilities, WaitCell, WaitPolicy, WaitResult};
 use mwait_support::{poll_until, SETTLE_LIMIT};
 use std::sync::Arc;
 use std::thread;
@@ -200,86 +200,6 @@ fn shared_cell_wakes_across_a_fork() {
         assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
         assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
         libc::munmap(p, 4096);
-    }
-}
-
-fn caps_with(cpus: usize, hypervisor: bool) -> Capabilities {
-    let mut c = Capabilities::without_cpuid(OsFacts {
-        umwait_control: None,
-        dev_mwait: false,
-        usable_cpus: cpus,
-    });
-    c.hypervisor = hypervisor;
-    c
-}
-
-#[test]
-fn defaults_spin_less_under_a_hypervisor_and_not_at_all_on_one_cpu() {
-    let env = EnvConfig::default();
-    let bare = select(&caps_with(8, false), &env).unwrap().defaults;
-    let vm = select(&caps_with(8, true), &env).unwrap().defaults;
-    let one = select(&caps_with(1, false), &env).unwrap().defaults;
-    assert_eq!(bare.spin_ns, mwait::SPIN_BUDGET_NS);
-    assert_eq!(vm.spin_ns, mwait::SPIN_BUDGET_HYPERVISOR_NS);
-    assert!(vm.spin_ns < bare.spin_ns);
-    assert_eq!(one.spin_ns, 0);
-}
-
-#[test]
-fn auto_selection_without_hardware_is_futex_and_says_why() {
-    let sel = select(&caps_with(2, true), &EnvConfig::default()).unwrap();
-    assert_eq!(sel.backend, Backend::Futex);
-    assert!(sel.reason.contains("no hardware wait"), "{}", sel.reason);
-    assert!(!sel.forced);
-}
-
-#[test]
-fn env_forcing_a_missing_backend_is_refused_with_the_cpuid_bit() {
-    let env = EnvConfig {
-        backend: Some("umwait".into()),
-        ..EnvConfig::default()
-    };
-    let err = select(&caps_with(2, false), &env).unwrap_err().to_string();
-    assert!(err.contains("WAITPKG"), "{err}");
-    assert!(err.contains("MWAIT_UNSAFE_FORCE"), "{err}");
-}
-
-#[test]
-fn env_errors_name_the_variable() {
-    let bad = EnvConfig {
-        backend: Some("turbo".into()),
-        ..EnvConfig::default()
-    };
-    let e = select(&caps_with(2, false), &bad).unwrap_err().to_string();
-    assert!(e.starts_with("MWAIT_BACKEND"), "{e}");
-    let bad = EnvConfig {
-        disable: Some("futex,warp".into()),
-        ..EnvConfig::default()
-    };
-    let e = select(&caps_with(2, false), &bad).unwrap_err().to_string();
-    assert!(e.starts_with("MWAIT_DISABLE"), "{e}");
-    let conflict = EnvConfig {
-        backend: Some("futex".into()),
-        disable: Some("futex".into()),
-        ..EnvConfig::default()
-    };
-    let e = select(&caps_with(2, false), &conflict)
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("conflicts"), "{e}");
-}
-
-#[test]
-fn env_forces_spin_and_futex() {
-    for (name, want) in [("spin", Backend::Spin), ("FUTEX", Backend::Futex)] {
-        let env = EnvConfig {
-            backend: Some(name.into()),
-            ..EnvConfig::default()
-        };
-        let sel = select(&caps_with(2, false), &env).unwrap();
-        assert_eq!(sel.backend, want);
-        assert!(sel.forced);
-        assert!(sel.reason.contains("MWAIT_BACKEND"), "{}", sel.reason);
     }
 }
 

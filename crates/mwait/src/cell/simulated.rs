@@ -12,12 +12,12 @@
 //! orders of magnitude above what the wait should take: they tell "bounded by the
 //! deadline" from "ran to the end of a 60 s budget", not fast from slow.
 
-use super::{climb, Ended, Outcome, WaitResult};
 use crate::backend::sim::SimMonitor;
 use crate::backend::CState;
+use crate::cell::WaitCell;
+use crate::ladder::{climb, Ended, Outcome, WaitResult};
 use crate::policy::Resolved;
 use crate::sys::clock::now_ns;
-use crate::WaitCell;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};

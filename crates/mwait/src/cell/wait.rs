@@ -1,0 +1,269 @@
+//! The waits of a [`WaitCell`]: the blocking `wait_*` entry points, the inline spin
+//! before the ladder, and the futures of `wait_until_async`.
+
+use super::WaitCell;
+use crate::future::{WaitUntil, WaitUntilTimer};
+use crate::ladder::{self, estimate, Ended, Outcome, WaitResult, Waiter};
+use crate::policy::WaitPolicy;
+use crate::primitive::{spin_hint, Ordering};
+use crate::sys::clock;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+impl WaitCell {
+    /// The cell as the ladder sees it.
+    #[inline(always)]
+    pub(crate) fn waiter(&self) -> Waiter<'_> {
+        Waiter {
+            line: &self.line,
+            sleepers: &self.waiters.sleepers,
+            adapt: &self.waiters.adapt,
+            caught: &self.waiters.caught,
+            stats: &self.waiters.stats,
+        }
+    }
+
+    /// Blocks until `pred` accepts the value; returns that value. Never returns
+    /// spuriously: the predicate has held for the returned value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mwait::WaitCell;
+    /// use std::sync::Arc;
+    ///
+    /// let cell = Arc::new(WaitCell::new(0));
+    /// let c = cell.clone();
+    /// let t = std::thread::spawn(move || c.wait_until(|v| v >= 3));
+    /// for _ in 0..3 {
+    ///     cell.fetch_add(1);
+    /// }
+    /// assert_eq!(t.join().unwrap(), 3);
+    /// ```
+    #[inline]
+    pub fn wait_until(&self, pred: impl FnMut(u32) -> bool) -> u32 {
+        self.wait_until_with(pred, &self.waiters.policy)
+    }
+
+    /// [`wait_until`](Self::wait_until) with a per-call policy.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mwait::{Backend, WaitCell, WaitPolicy};
+    /// let cell = WaitCell::new(1);
+    /// let v = cell.wait_until_with(|v| v == 1, &WaitPolicy::new().backend(Backend::Futex));
+    /// assert_eq!(v, 1);
+    /// ```
+    #[inline]
+    pub fn wait_until_with(&self, mut pred: impl FnMut(u32) -> bool, policy: &WaitPolicy) -> u32 {
+        let v = self.load();
+        if pred(v) {
+            return ladder::end(&self.waiters.stats, Outcome::before_ladder(v, Ended::Entry)).value;
+        }
+        if let Some(v) = self.inline_spin(&mut pred, policy) {
+            return ladder::end(
+                &self.waiters.stats,
+                Outcome::before_ladder(v, Ended::Inline),
+            )
+            .value;
+        }
+        ladder::run(self.waiter(), &mut pred, None, policy).value
+    }
+
+    /// The first loads of the spin tier inline, in the caller's frame, on a cell whose
+    /// last spin caught the change: a partner that answers within a few hundred ns
+    /// (a ping-pong between nearby cores) is then seen without entering the ladder
+    /// at all, whose call, policy resolution and bookkeeping would sit on the round
+    /// trip. About `ladder::estimate::INLINE_SPIN_NS` (1 µs) of loads at the measured
+    /// cost of a spin round, within bounds (`estimate::inline_spin_loads`; one load in
+    /// the loom model, which needs only to see the path); the ladder's own budget
+    /// starts after them. Untimed waits only, and only where the policy spins.
+    #[inline(always)]
+    fn inline_spin(&self, pred: &mut impl FnMut(u32) -> bool, policy: &WaitPolicy) -> Option<u32> {
+        if !(policy.allows_inline_spin() && self.waiters.caught.inline_spin_ok()) {
+            return None;
+        }
+        let loads = estimate::inline_spin_loads();
+        for _ in 0..loads {
+            spin_hint();
+            let v = self.line.value.load(Ordering::Acquire);
+            if pred(v) {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    /// Blocks while the value equals `old`; returns the new value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cell = mwait::WaitCell::new(5);
+    /// assert_eq!(cell.wait_while_eq(4), 5); // already different: returns at once
+    /// ```
+    #[inline]
+    pub fn wait_while_eq(&self, old: u32) -> u32 {
+        self.wait_until(|v| v != old)
+    }
+
+    /// Blocks until `pred` accepts the value or `timeout` passes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let cell = mwait::WaitCell::new(1);
+    /// assert!(cell.wait_until_timeout(|v| v == 1, Duration::ZERO).ready().is_some());
+    /// ```
+    #[inline]
+    pub fn wait_until_timeout(
+        &self,
+        pred: impl FnMut(u32) -> bool,
+        timeout: Duration,
+    ) -> WaitResult {
+        self.wait_deadline_ns(pred, clock::after(timeout), &self.waiters.policy)
+    }
+
+    /// Blocks until `pred` accepts the value or the clock reaches `deadline`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let cell = mwait::WaitCell::new(0);
+    /// let r = cell.wait_until_deadline(|v| v == 1, Instant::now() + Duration::from_micros(100));
+    /// assert!(r.is_timed_out());
+    /// ```
+    #[inline]
+    pub fn wait_until_deadline(
+        &self,
+        pred: impl FnMut(u32) -> bool,
+        deadline: Instant,
+    ) -> WaitResult {
+        self.wait_deadline_ns(pred, clock::instant_to_ns(deadline), &self.waiters.policy)
+    }
+
+    /// [`wait_until_deadline`](Self::wait_until_deadline) with a per-call policy.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mwait::{WaitCell, WaitPolicy};
+    /// use std::time::{Duration, Instant};
+    /// let cell = WaitCell::new(0);
+    /// let policy = WaitPolicy::new().spin(Duration::ZERO);
+    /// let r = cell.wait_until_deadline_with(|v| v != 0, Instant::now(), &policy);
+    /// assert!(r.is_timed_out());
+    /// ```
+    #[inline]
+    pub fn wait_until_deadline_with(
+        &self,
+        pred: impl FnMut(u32) -> bool,
+        deadline: Instant,
+        policy: &WaitPolicy,
+    ) -> WaitResult {
+        self.wait_deadline_ns(pred, clock::instant_to_ns(deadline), policy)
+    }
+
+    /// Blocks while the value equals `old`, at most `timeout`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let cell = mwait::WaitCell::new(0);
+    /// assert!(cell.wait_while_eq_timeout(0, Duration::from_micros(10)).is_timed_out());
+    /// ```
+    #[inline]
+    pub fn wait_while_eq_timeout(&self, old: u32, timeout: Duration) -> WaitResult {
+        self.wait_until_timeout(|v| v != old, timeout)
+    }
+
+    #[inline]
+    fn wait_deadline_ns(
+        &self,
+        mut pred: impl FnMut(u32) -> bool,
+        deadline_ns: u64,
+        policy: &WaitPolicy,
+    ) -> WaitResult {
+        let v = self.load();
+        if pred(v) {
+            return ladder::end(&self.waiters.stats, Outcome::before_ladder(v, Ended::Entry))
+                .result();
+        }
+        // No inline round here: it does not read the clock, and a timed wait keeps
+        // the ladder's bound on how far it may run past its deadline (one round).
+        ladder::run(self.waiter(), &mut pred, Some(deadline_ns), policy).result()
+    }
+
+    /// A future that resolves to the value once `pred` accepts it.
+    ///
+    /// It never blocks the executor thread: when the predicate is false it arms the
+    /// task's waker and returns `Pending`; any writer (or `notify_*`) wakes it. Drop it
+    /// to cancel. Blocking, hardware and async waiters may wait on one cell at once.
+    ///
+    /// # Panics
+    ///
+    /// On a process-shared cell ([`new_shared`](Self::new_shared)): a waker points
+    /// into one process's memory, so the registry of armed wakers cannot live in
+    /// memory that another process's notifier reads. Async waits are for cells of
+    /// one process; wait on a shared cell with the blocking `wait_*` methods.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mwait::WaitCell;
+    /// use std::sync::Arc;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let cell = Arc::new(WaitCell::new(0));
+    /// let c = cell.clone();
+    /// let task = tokio::spawn(async move { c.wait_until_async(|v| v == 5).await });
+    /// tokio::task::yield_now().await;
+    /// cell.store(5);
+    /// assert_eq!(task.await.unwrap(), 5);
+    /// # });
+    /// ```
+    pub fn wait_until_async<F: FnMut(u32) -> bool>(&self, pred: F) -> WaitUntil<'_, F> {
+        assert!(
+            !self.is_shared(),
+            "mwait: wait_until_async on a process-shared cell (WaitCell::new_shared): async \
+             waits are for cells of one process; use the blocking wait_* methods"
+        );
+        WaitUntil::new(self.waiter(), pred)
+    }
+
+    /// Like [`wait_until_async`](Self::wait_until_async), with a deadline enforced by
+    /// the caller's own timer: `timer` is any future that completes at the deadline
+    /// (`tokio::time::sleep(d)`, an async-io `Timer`, ...). Resolves to
+    /// [`WaitResult::TimedOut`] with the last value seen once `timer` completes first.
+    /// The library itself arms no timer and depends on no runtime.
+    ///
+    /// # Panics
+    ///
+    /// On a process-shared cell, as [`wait_until_async`](Self::wait_until_async).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mwait::{WaitCell, WaitResult};
+    /// use std::time::Duration;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let cell = WaitCell::new(1);
+    /// let r = cell
+    ///     .wait_until_async_with_timer(|v| v == 2, tokio::time::sleep(Duration::from_millis(5)))
+    ///     .await;
+    /// assert_eq!(r, WaitResult::TimedOut(1));
+    /// # });
+    /// ```
+    pub fn wait_until_async_with_timer<F, T>(&self, pred: F, timer: T) -> WaitUntilTimer<'_, F, T>
+    where
+        F: FnMut(u32) -> bool,
+        T: Future<Output = ()>,
+    {
+        WaitUntilTimer::new(self.wait_until_async(pred), timer)
+    }
+}

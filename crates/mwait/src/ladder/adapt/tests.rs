@@ -1,0 +1,103 @@
+use super::*;
+
+#[test]
+fn the_inline_spin_follows_the_last_ladder_spin() {
+    let a = Caught::new();
+    assert!(!a.inline_spin_ok(), "nothing caught yet");
+    a.note(true);
+    assert!(a.inline_spin_ok(), "whatever the run queue says");
+    a.note(false);
+    assert!(!a.inline_spin_ok(), "a failed spin or a park turns it off");
+}
+
+/// Indices of the waits that probe among `n`, every probe failing.
+fn failing_probes(a: &Adaptive, n: u32) -> Vec<u32> {
+    (0..n)
+        .filter(|_| {
+            let probe = a.spin_budget(1000, false) > 0;
+            if probe {
+                a.record_spin(false);
+            }
+            probe
+        })
+        .collect()
+}
+
+#[test]
+fn failing_spins_stop_spinning_and_probes_back_off() {
+    let a = Adaptive::new();
+    for _ in 0..3 {
+        assert_eq!(a.spin_budget(1000, false), 1000);
+        a.record_spin(false);
+    }
+    assert_eq!(
+        a.spin_budget(1000, false),
+        1000,
+        "three failures still spin"
+    );
+    a.record_spin(false);
+    assert!(
+        a.score.load(Relaxed) < SCORE_SPIN_MIN,
+        "score {}",
+        a.score.load(Relaxed)
+    );
+    let probes = failing_probes(&a, 20_000);
+    let gaps: Vec<u32> = probes.windows(2).map(|w| w[1] - w[0]).collect();
+    assert_eq!(probes[0], 0, "the first skip-mode wait probes");
+    assert_eq!(gaps[0], PROBE_MIN + 1);
+    for w in gaps.windows(2) {
+        assert!(
+            w[1] == (w[0] - 1) * 2 + 1 || w[1] == PROBE_MAX + 1,
+            "{gaps:?}"
+        );
+    }
+    assert_eq!(*gaps.last().unwrap(), PROBE_MAX + 1, "capped: {gaps:?}");
+}
+
+#[test]
+fn a_successful_probe_brings_probing_back_to_its_fastest() {
+    let a = Adaptive::new();
+    for _ in 0..20 {
+        a.record_spin(false);
+    }
+    let _ = failing_probes(&a, 10_000);
+    a.record_spin(true);
+    let probes = failing_probes(&a, 5_000);
+    let first_gap = probes.windows(2).map(|w| w[1] - w[0]).find(|&g| g > 1);
+    assert_eq!(first_gap, Some(PROBE_MIN + 1), "{probes:?}");
+}
+
+#[test]
+fn successes_restore_spinning() {
+    let a = Adaptive::new();
+    for _ in 0..20 {
+        a.record_spin(false);
+    }
+    assert_eq!(a.spin_budget(0, false), 0);
+    a.record_spin(true);
+    a.record_spin(true);
+    assert!(a.score.load(Relaxed) >= SCORE_SPIN_MIN);
+    assert_eq!(a.spin_budget(1000, false), 1000);
+}
+
+#[test]
+fn a_wake_is_remembered_once() {
+    assert!(!take_woke());
+    note_woke();
+    assert!(take_woke());
+    assert!(!take_woke(), "taken once");
+}
+
+#[test]
+fn a_short_unspun_wait_counts_as_success() {
+    let a = Adaptive::new();
+    for _ in 0..20 {
+        a.record_spin(false);
+    }
+    let before = a.score.load(Relaxed);
+    a.record_unspun_wait(100, 600, 1000);
+    assert!(a.score.load(Relaxed) > before);
+    let mid = a.score.load(Relaxed);
+    a.record_unspun_wait(100, 5000, 1000);
+    assert_eq!(a.score.load(Relaxed), mid);
+}

@@ -1,0 +1,140 @@
+use super::*;
+
+#[test]
+fn a_cell_counts_each_outcome_and_the_hand_offs() {
+    let c = CellStats::new();
+    // A thread of its own, whose inline count starts at zero: its first inline
+    // ending is counted in the cell with the batch it starts (see below).
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for _ in 0..INLINE_BATCH {
+                c.record(Ended::Inline);
+            }
+        });
+    });
+    for e in [
+        Ended::Entry,
+        Ended::Spin,
+        Ended::Spin,
+        Ended::Hardware,
+        Ended::Park,
+        Ended::TimedOut,
+    ] {
+        c.record(e);
+    }
+    c.record_handoff(true);
+    c.record_handoff(false);
+    c.record_spurious_hardware();
+    let s = c.snapshot();
+    assert_eq!(
+        s,
+        WaitStats {
+            inline_spin: INLINE_BATCH,
+            spin: 2,
+            hardware: 1,
+            park: 1,
+            timeout: 1,
+            handoff_spins: 2,
+            handoff_caught: 1,
+            spurious_hardware: 1,
+        }
+    );
+    let waits = INLINE_BATCH + 5;
+    assert_eq!(s.waits(), waits);
+    let share = |n: u64| n as f64 * 100.0 / waits as f64;
+    let (spin, hw, park) = s.shares();
+    assert_eq!(
+        (spin, hw, park),
+        (share(INLINE_BATCH + 2), share(1), share(1))
+    );
+    assert_eq!(s.since(&s).waits(), 0);
+    assert_eq!(s.since(&WaitStats::default()), s);
+    let text = s.to_string();
+    assert!(
+        text.starts_with("69 waits: inline spin 92.8 %, spin 2.9 %"),
+        "{text}"
+    );
+    assert!(text.contains("hand-off spins 2 (1 caught)"), "{text}");
+}
+
+#[test]
+fn inline_endings_reach_the_cell_in_batches_and_the_thread_exactly() {
+    let c = CellStats::new();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let thread = || BLOCK.with(|b| b.0 .0.read()[INLINE_SPIN]);
+            for _ in 0..INLINE_BATCH - 1 {
+                c.record(Ended::Inline);
+            }
+            assert_eq!(c.snapshot().inline_spin, 0);
+            assert_eq!(thread(), INLINE_BATCH - 1);
+            c.record(Ended::Inline);
+            assert_eq!(c.snapshot().inline_spin, INLINE_BATCH);
+            for _ in 0..INLINE_BATCH + 1 {
+                c.record(Ended::Inline);
+            }
+            assert_eq!(c.snapshot().inline_spin, 2 * INLINE_BATCH);
+            assert_eq!(thread(), 2 * INLINE_BATCH + 1);
+        });
+    });
+}
+
+#[test]
+fn the_cell_counters_take_32_bytes() {
+    assert_eq!(std::mem::size_of::<CellStats>(), 32);
+}
+
+#[test]
+fn a_registry_keeps_the_counts_of_exited_threads() {
+    let r = ThreadBlocks::new();
+    let a = r.register();
+    let b = r.register();
+    a.0.bump(SPIN);
+    a.0.bump(SPIN);
+    b.0.bump(PARK);
+    assert_eq!(r.sum()[SPIN], 2);
+    assert_eq!(r.sum()[PARK], 1);
+    r.retire(&a);
+    b.0.bump(PARK);
+    let s = r.sum();
+    assert_eq!((s[SPIN], s[PARK]), (2, 2));
+    assert_eq!(r.lock().live.len(), 1);
+    r.retire(&b);
+    assert_eq!(r.sum(), {
+        let mut want = [0; COUNTERS];
+        want[SPIN] = 2;
+        want[PARK] = 2;
+        want
+    });
+    assert!(r.lock().live.is_empty());
+}
+
+#[test]
+fn the_process_sum_includes_threads_that_exited() {
+    const PER_THREAD: u64 = 1000;
+    const THREADS_N: u64 = 4;
+    let before = THREADS.sum();
+    let workers: Vec<_> = (0..THREADS_N)
+        .map(|_| {
+            std::thread::spawn(|| {
+                let c = CellStats::new();
+                for _ in 0..PER_THREAD {
+                    c.record(Ended::TimedOut);
+                }
+                // This thread's own block saw every count: one writer, no loss.
+                let own = BLOCK.with(|b| b.0 .0.read()[TIMEOUT]);
+                assert_eq!(own, PER_THREAD);
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    // The threads are gone; their counts stay. (Other tests may count too, but
+    // only ever up.)
+    let after = THREADS.sum();
+    assert!(after[TIMEOUT] - before[TIMEOUT] >= PER_THREAD * THREADS_N);
+    let s = process_stats(false);
+    assert!(s.waits.timeout >= PER_THREAD * THREADS_N);
+    assert!(s.handoff_spin >= s.spin_budget);
+}
