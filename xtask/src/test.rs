@@ -49,6 +49,28 @@ fn style_and_bindings() -> Res {
             .env("CARGO_TARGET_DIR", project_root().join("target/codegen")),
     )?;
 
+    // The drop-ins are packages of their own too (outside the workspace); their
+    // tests are the originals' suites, which `cargo xtask clients` runs.
+    step("the drop-ins under integrations/: format check, clippy and docs");
+    let manifest = ["--manifest-path", "integrations/parking/Cargo.toml"];
+    let target_dir = project_root().join("target/integrations");
+    util::run(cargo().arg("fmt").args(manifest).arg("--check"))?;
+    util::run(
+        cargo()
+            .arg("clippy")
+            .args(manifest)
+            .args(["--all-targets", "--", "-D", "warnings"])
+            .env("CARGO_TARGET_DIR", &target_dir),
+    )?;
+    util::run(
+        cargo()
+            .arg("doc")
+            .args(manifest)
+            .arg("--no-deps")
+            .env("CARGO_TARGET_DIR", &target_dir)
+            .env("RUSTDOCFLAGS", "-D warnings"),
+    )?;
+
     // The drift check is this step, not a #[test]: it needs libclang, which this
     // step installs, and `cargo test --workspace` must pass on a machine without
     // it. A stale bindings.rs fails here and reads as such in the log.
