@@ -9,7 +9,9 @@
 pub mod clients;
 pub mod cold;
 pub mod impls;
+pub mod scale;
 pub mod scenarios;
+pub mod tradeoff;
 
 use mwait_support::nearest_rank;
 use std::future::Future;

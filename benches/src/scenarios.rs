@@ -285,6 +285,17 @@ pub fn slow_producer_pinned(
     duration: Duration,
     pins: Option<(usize, usize)>,
 ) -> SlowProducer {
+    slow_producer_paced(make, duration, pins, || thread::sleep(gap))
+}
+
+/// [`slow_producer_pinned`] with the producer's idle time between two stores
+/// spent by `pace`.
+pub fn slow_producer_paced(
+    make: Make,
+    duration: Duration,
+    pins: Option<(usize, usize)>,
+    mut pace: impl FnMut(),
+) -> SlowProducer {
     let sig: Arc<dyn Signal> = Arc::from(make());
     let stamp = Arc::new(AtomicU64::new(0));
     let producer_cpu = Arc::new(AtomicUsize::new(usize::MAX));
@@ -326,7 +337,7 @@ pub fn slow_producer_pinned(
     let end = Instant::now() + duration;
     let mut i = 0u32;
     while Instant::now() < end {
-        thread::sleep(gap);
+        pace();
         i = i.wrapping_add(1);
         producer_cpu.store(current_cpu(), Ordering::Release);
         stamp.store(duration_ns(epoch.elapsed()), Ordering::Release);

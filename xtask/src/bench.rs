@@ -1,9 +1,10 @@
 //! `cargo xtask bench [--quick]`: runs the report runner of `benches/` (every scenario,
 //! every mechanism, side by side in one run, then the latency scenarios again as cold
 //! starts in fresh processes) and leaves `target/mwait-bench/report.md`,
-//! `summary.json` and `pingpong.svg`, then appends the rayon part of the clients
-//! section (`rayon_bench.rs`: two builds of rayon-core, run in turns). `--quick`
-//! takes about two minutes; the full run about seven (and a minute of rayon).
+//! `summary.json`, `pingpong.svg` and `latency_cpu.svg`, then appends the rayon part
+//! of the clients section (`rayon_bench.rs`: two builds of rayon-core, run in
+//! turns). `--quick` takes about two minutes; the full run about ten (and a minute
+//! of rayon).
 
 use crate::util::{self, cargo, project_root, step, Res};
 

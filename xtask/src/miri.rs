@@ -4,10 +4,10 @@
 //! Miri runs the unit tests and the integration tests that need no system call but
 //! futex (which Miri emulates, with the clock). The crate's `sys/` layer has a
 //! `cfg(miri)` seam for each call Miri cannot follow: CPUID answers zeros (a CPU
-//! with no hardware wait, `sys/cpuid.rs`), the sysfs, procfs and `/dev` reads find
+//! with no hardware wait, `sys/x86/cpuid.rs`), the sysfs, procfs and `/dev` reads find
 //! nothing (`sys/host.rs`), `sched_getcpu` says "unknown" and `membarrier` is never
 //! registered, so waiters fence and notifiers keep the symmetric protocol
-//! (`sys/linux.rs`). What stays out, with its reason below: RDTSC (inline assembly)
+//! (`sys/os/linux.rs`). What stays out, with its reason below: RDTSC (inline assembly)
 //! in the TSC unit tests, and the process-level tests (fork, `MAP_SHARED`,
 //! re-running the test binary), which Miri does not model.
 

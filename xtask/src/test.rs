@@ -116,9 +116,9 @@ fn tests() -> Res {
     step("clients: other crates' test suites, stock and on mwait");
     crate::clients::run(&[])?;
 
-    // 67 tests: about 95 s with an empty target/miri, 70 s warm, on a 2-vCPU guest
-    // (plus the nightly components' installation on a fresh machine, which
-    // `cargo xtask miri` does when they are missing).
+    // 108 tests, about two minutes on two CPUs (plus the nightly components'
+    // installation on a fresh machine, which `cargo xtask miri` does when they are
+    // missing).
     step("Miri: the unit tests and the integration tests that need no process");
     crate::miri::run(&[])?;
     Ok(())

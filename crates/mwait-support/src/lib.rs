@@ -67,6 +67,16 @@ pub fn deny_syscall(nr: libc::c_long, errno: u16) -> std::io::Result<()> {
     sys::deny_syscall(nr, errno)
 }
 
+/// Runs `f` in a child of `fork()` and returns the child's exit status: `f`'s value
+/// (0 to 255), or -1 if it panicked or the child could not be made or waited for.
+/// The child has only the calling thread: `f` must not wait for a lock another
+/// thread may have held at the fork (allocating included, with some allocators).
+/// Linux only.
+#[cfg(target_os = "linux")]
+pub fn in_forked_child(f: impl FnOnce() -> i32) -> i32 {
+    sys::in_forked_child(f)
+}
+
 /// The CPU the calling thread runs on (`usize::MAX` where unknown). On Linux a vDSO
 /// read, cheap enough to take beside a timed wake.
 pub fn current_cpu() -> usize {
@@ -219,9 +229,16 @@ pub fn poll_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
 /// Runs the running binary again with `args`; returns what it printed on stdout, or
 /// a description of the failure with its stderr.
 pub fn run_self(args: &[String]) -> Result<String, String> {
+    run_self_with(args, &[])
+}
+
+/// [`run_self`] with the variables `env` (name, value) added to the child's
+/// environment.
+pub fn run_self_with(args: &[String], env: &[(&str, &str)]) -> Result<String, String> {
     let exe = std::env::current_exe().map_err(|e| format!("own path: {e}"))?;
     let out = std::process::Command::new(&exe)
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .map_err(|e| format!("cannot start {} {args:?}: {e}", exe.display()))?;
     if !out.status.success() {
@@ -241,11 +258,22 @@ pub const COMPUTE_WORKER_ARG: &str = "--compute-worker";
 
 /// Iterations per second of `workers` compute threads running for `duration`.
 pub fn compute_throughput(workers: usize, duration: Duration) -> f64 {
+    compute_throughput_placed(workers, duration, |_| {})
+}
+
+/// [`compute_throughput`] with each worker `k` calling `place(k)` before it starts
+/// (to pin itself, say).
+pub fn compute_throughput_placed(
+    workers: usize,
+    duration: Duration,
+    place: impl Fn(usize) + Clone + Send + 'static,
+) -> f64 {
     let stop = Arc::new(AtomicBool::new(false));
     let ts: Vec<_> = (0..workers)
-        .map(|_| {
-            let stop = stop.clone();
+        .map(|k| {
+            let (stop, place) = (stop.clone(), place.clone());
             thread::spawn(move || {
+                place(k);
                 let mut n = 0u64;
                 let mut x = 1u64;
                 while !stop.load(Ordering::Relaxed) {

@@ -104,3 +104,28 @@ pub(crate) fn deny_syscall(nr: libc::c_long, errno: u16) -> std::io::Result<()> 
         Err(std::io::Error::last_os_error())
     }
 }
+
+/// Runs `f` in a child of `fork()` and returns the child's exit status (`f`'s value,
+/// or -1 if it panicked or the child could not be made or waited for).
+pub(crate) fn in_forked_child(f: impl FnOnce() -> i32) -> i32 {
+    // SAFETY: the child runs `f` and leaves with `_exit`, running no destructor or
+    // exit handler of the parent's state; `f` must keep to what a child of a
+    // multi-threaded process may do (the caller's contract, see lib.rs).
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(-1);
+        // SAFETY: `_exit` ends the child at once; it takes an int.
+        unsafe { libc::_exit(code) };
+    }
+    if pid < 0 {
+        return -1;
+    }
+    let mut status = 0;
+    // SAFETY: `status` is a valid int to write; `pid` is our child.
+    let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
+    if waited == pid && libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    }
+}

@@ -48,6 +48,17 @@
 //! the CPUs that have them, and of operating systems and what their park tier
 //! calls, each with where it has run.
 //!
+//! Two threads that wait for each other and share a CPU park in turn, and the
+//! scheduler, which sees one runnable thread at a time, leaves them there even while
+//! another CPU of the process idles (unpinned threads that start together often
+//! begin that way). The thread that woke its partner on its own CPU therefore leaves
+//! that CPU at its next wait, where its affinity mask names other CPUs and the
+//! machine has no more runnable threads than CPUs: it takes the CPU out of its
+//! affinity mask, which makes the kernel move it, and puts the mask back at once.
+//! A thread pinned to one CPU is never moved, and the attempts of a thread back off
+//! to one per 10 ms. A program that changes a thread's affinity from another thread
+//! at that very moment can have its change overwritten by the restore.
+//!
 //! # Environment
 //!
 //! - `MWAIT_BACKEND=auto|spin|futex|umwait|mwaitx|kernel` forces a backend. A backend

@@ -12,7 +12,8 @@
 //! the line after `value`'s: one store and one load when nobody is parked, and the
 //! load hits a line the notifier only reads, which stays in its cache while nobody
 //! parks, and a hardware monitor armed on `value`'s line is not woken by
-//! announcements (the cost of the shared line is in `docs/default-policy.md`).
+//! announcements (what the shared line cost: `docs/journal/2026-11-23-default-policy.md`,
+//! "The state word on a line of its own").
 //!
 //! The protocol is the classic store-buffering (Dekker) pair:
 //!
@@ -39,8 +40,8 @@
 //!
 //! ## The asymmetric barrier: `store` without a locked instruction
 //!
-//! On x86 a `SeqCst` store is an `xchg`, a full barrier that costs about 12 ns on the
-//! AMD EPYC this was measured on, while a plain store costs about 1. Notifiers are the
+//! On x86 a `SeqCst` store is an `xchg`, a full barrier that costs about ten plain
+//! stores (the figures: `docs/design-notes.md`). Notifiers are the
 //! hot side and parkers the cold one (a park costs a system call anyway), so once the
 //! process has registered for `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`,
 //! [`WaitCell::store`](crate::WaitCell::store) takes the *light* path, and the parking
@@ -66,12 +67,12 @@
 //! On Linux x86-64 the light notifier first issues a PREFETCHW on `value`'s line,
 //! where the CPU has it (`sys::park::begin_light_store`): a hint that orders nothing
 //! and writes nothing, so the argument is unchanged (it may end a hardware wait on
-//! the line early, which every hardware wait tolerates; see `sys/x86_64.rs`).
+//! the line early, which every hardware wait tolerates; see `sys/x86/x86_64.rs`).
 //!
 //! On Windows `FlushProcessWriteBuffers` plays the part of `membarrier`: it
 //! interrupts every CPU running a thread of this process and returns once each has
 //! taken the interrupt, a full barrier there, which gives the same three positions (the
-//! argument is in `sys/windows.rs`; Wine 8 implements it as a no-op, so under Wine the
+//! argument is in `sys/os/windows.rs`; Wine 8 implements it as a no-op, so under Wine the
 //! light path stays off). macOS, FreeBSD and the parking-table fallback have no such
 //! call and keep the symmetric protocol.
 //!
@@ -159,6 +160,24 @@
 //! `membarrier` again; a cell that is mostly stored to with nobody parked loses it
 //! within that many stores and goes back to the light path.
 //!
+//! ## Counts left by a fork
+//!
+//! A child of `fork()` inherits a copy of every private cell, parked count included,
+//! but none of the parent's parked threads: without repair, every notify in the child
+//! would go to the slow path and make a `futex_wake` for nobody, and `FENCED` would
+//! never clear. So a non-zero count carries a tag, the fork generation of the process
+//! whose waiters it counts (`sys::park::fork_generation`, one more in each child); the
+//! tag goes when the count returns to 0. A waiter whose announcement (3) finds a count
+//! under another tag replaces it by its own 1, and a notifier whose second look finds
+//! one removes it with a compare-exchange. Neither can remove a live waiter: every
+//! waiter of this process announced itself under this process's tag (the thread that
+//! called `fork()` was not parked, and no other thread runs in the child), and a
+//! waiter that announces itself after the notifier's second look is covered by the
+//! Dekker pair as usual. The tag has 6 bits, so a descendant 64 forks down cannot
+//! tell its ancestor's counts from its own (it then wakes nobody, as before). A
+//! process-shared cell's counts carry no tag: its waiters belong to several
+//! processes by design, and one killed while parked leaves its count behind.
+//!
 //! ## Async waiters
 //!
 //! A future that arms a waker is a parking waiter whose (3) is the registry's
@@ -173,7 +192,7 @@
 //! The models (`tests/loom*.rs`) run the protocol as it runs on Linux: the light
 //! notify, and `membarrier` as an interrupt that lands at the notifier's points
 //! before (1), between (1) and (2), or after (2), with a fence and an
-//! acknowledgement (`sys/loom.rs`). Loom models `SeqCst` accesses as `AcqRel`, so the
+//! acknowledgement (`sys/os/loom.rs`). Loom models `SeqCst` accesses as `AcqRel`, so the
 //! loom build adds the `SeqCst` fences it does model between (1) and (2) of the
 //! fenced notify and between (3) and (4) (see `primitive::loom_sc_fence`).
 //!
@@ -187,9 +206,14 @@ use crate::registry::{Registry, ASYNC_REGISTERED};
 use crate::sys::park::{self, Parked, Queue};
 use std::task::Waker;
 
-/// Bits of `state` that count parked (futex) waiters.
-/// (24 bits: far more than the threads a process can have.)
-pub(crate) const PARKED_MASK: u32 = 0x00ff_ffff;
+/// Bits of `state` that count parked (futex) waiters (18 bits: more than 262 000,
+/// far more than the threads that park on one cell).
+pub(crate) const PARKED_MASK: u32 = 0x0003_ffff;
+/// Bits of `state` that tag a non-zero parked count with the fork generation of the
+/// process whose waiters it counts (see "Counts left by a fork"); 0 with no count.
+const EPOCH_MASK: u32 = 0x00fc_0000;
+/// The lowest bit of [`EPOCH_MASK`].
+const EPOCH_SHIFT: u32 = 18;
 /// Bits of `state` that count the notifies in a row that found a `FENCED` cell with
 /// nobody parked or armed (see "A cell that parks often").
 const IDLE_MASK: u32 = 0x1f00_0000;
@@ -349,7 +373,20 @@ impl MonitorLine {
         // announcement that this first look saw), and only the second look is sure
         // to see it (see "Who may skip the barrier" in the notes).
         fence(Ordering::SeqCst);
-        let state = self.state.load(Ordering::SeqCst);
+        let mut state = self.state.load(Ordering::SeqCst);
+        if state & PARKED_MASK != 0 && state & EPOCH_MASK != epoch_tag(s) {
+            // Counted by the parent of a fork: none of them runs in this process.
+            let repaired = state & !(PARKED_MASK | EPOCH_MASK);
+            state = match self.state.compare_exchange(
+                state,
+                repaired,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => repaired,
+                Err(now) => now,
+            };
+        }
         if state & !IDLE_MASK == FENCED {
             // Nobody parked or armed: one more such notify in a row, and after
             // enough of them back to the light path. Fails (harmlessly) if a waiter
@@ -393,7 +430,14 @@ impl MonitorLine {
         // function ends, a panic of the barrier, the predicate or the sleep included
         // (a count left behind would send every later notify to the slow path and
         // keep `FENCED` set for ever).
-        let old = self.state.fetch_add(1, Ordering::SeqCst); // (3)
+        let tag = epoch_tag(s);
+        let old = match self
+            .state
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |st| {
+                Some(announced(st, tag))
+            }) {
+            Ok(old) | Err(old) => old,
+        }; // (3)
         let _counted = Announced(self);
         if self.barrier_unless_fenced(s, old) {
             // Still counted: the bit is set while our announcement stands.
@@ -478,97 +522,47 @@ struct Announced<'a>(&'a MonitorLine);
 impl Drop for Announced<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.0.state.fetch_sub(1, Ordering::Relaxed);
+        // The last one out takes the count's fork tag with it.
+        let _ = self
+            .0
+            .state
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |st| {
+                Some(withdrawn(st))
+            });
     }
 }
 
-/// The park half's announcement is withdrawn however a park ends: a panic of the
-/// predicate, or a futex wait that fails (an injected failure).
+/// The announcement (3) of a parked waiter of the process whose fork generation is
+/// `tag` (`epoch_tag`): one more in the count; a count under another tag was left by
+/// the parent of a `fork()` (see "Counts left by a fork") and is dropped.
+const fn announced(state: u32, tag: u32) -> u32 {
+    if state & PARKED_MASK == 0 || state & EPOCH_MASK == tag {
+        ((state & !EPOCH_MASK) + 1) | tag
+    } else {
+        (state & !(PARKED_MASK | EPOCH_MASK)) | tag | 1
+    }
+}
+
+/// A parked waiter's withdrawal: one less in the count, and no tag once it is 0.
+const fn withdrawn(state: u32) -> u32 {
+    let state = state - 1;
+    if state & PARKED_MASK == 0 {
+        state & !EPOCH_MASK
+    } else {
+        state
+    }
+}
+
+/// `state`'s tag for the parked waiters of this process (0 for a process-shared cell,
+/// whose waiters are of several processes by design).
+#[inline]
+fn epoch_tag(s: &Sleepers) -> u32 {
+    if s.shared {
+        0
+    } else {
+        (park::fork_generation() << EPOCH_SHIFT) & EPOCH_MASK
+    }
+}
+
 #[cfg(all(test, target_os = "linux", not(loom)))]
-mod tests {
-    use super::*;
-    use crate::sys::inject;
-    use std::panic::{catch_unwind, AssertUnwindSafe};
-
-    fn cell() -> (MonitorLine, Sleepers) {
-        (MonitorLine::new(0, false), Sleepers::new(false))
-    }
-
-    struct Quiet;
-    impl OnWake for Quiet {
-        fn parked_woken(&self) {}
-    }
-
-    #[test]
-    fn the_state_word_starts_the_line_after_the_value() {
-        assert_eq!(std::mem::offset_of!(MonitorLine, value), 0);
-        assert_eq!(std::mem::offset_of!(MonitorLine, state), 64);
-    }
-
-    #[test]
-    fn idle_notifies_clear_fenced_only_after_a_whole_run() {
-        let (line, s) = cell();
-        line.state.store(FENCED, Ordering::Relaxed);
-        for n in 1..FENCED_IDLE_NOTIFIES {
-            line.store(&s, n, &Quiet);
-            assert_eq!(line.state.load(Ordering::Relaxed), FENCED | (n * IDLE_ONE));
-        }
-        line.store(&s, 0, &Quiet);
-        assert_eq!(
-            line.state.load(Ordering::Relaxed),
-            0,
-            "the last of the run clears"
-        );
-        line.store(&s, 1, &Quiet);
-        assert_eq!(
-            line.state.load(Ordering::Relaxed),
-            0,
-            "the light path counts nothing"
-        );
-    }
-
-    #[test]
-    fn a_wake_of_a_parked_waiter_ends_the_run_of_idle_notifies() {
-        let (line, s) = cell();
-        // One waiter counted (nobody sleeps in the queue: the wake finds nobody).
-        line.state
-            .store(FENCED | (7 * IDLE_ONE) | 1, Ordering::Relaxed);
-        line.store(&s, 1, &Quiet);
-        assert_eq!(line.state.load(Ordering::Relaxed), FENCED | 1);
-    }
-
-    #[test]
-    fn a_shared_or_armed_cell_counts_no_idle_notifies() {
-        let (line, s) = cell();
-        line.state
-            .store(FENCED | ASYNC_REGISTERED, Ordering::Relaxed);
-        line.notify(&s, park::ALL, &Quiet);
-        assert_eq!(line.state.load(Ordering::Relaxed) & IDLE_MASK, 0);
-        let shared = MonitorLine::new(0, true);
-        let s = Sleepers::new(true);
-        shared.store(&s, 1, &Quiet);
-        assert_eq!(shared.state.load(Ordering::Relaxed), SHARED_SLOW);
-    }
-
-    #[test]
-    fn a_panicking_predicate_withdraws_the_announcement() {
-        let (line, s) = cell();
-        let r = catch_unwind(AssertUnwindSafe(|| {
-            line.park(&s, &mut |_| panic!("the predicate panics"), None)
-        }));
-        assert!(r.is_err());
-        assert_eq!(line.parked(), 0);
-    }
-
-    #[test]
-    fn a_failing_futex_wait_withdraws_the_announcement() {
-        let (line, s) = cell();
-        inject::set_futex_wait_errno(Some(libc::ENOSYS));
-        let r = catch_unwind(AssertUnwindSafe(|| {
-            line.park(&s, &mut |_| false, Some(crate::sys::clock::now_ns()))
-        }));
-        inject::set_futex_wait_errno(None);
-        assert!(matches!(r, Ok(Err(_))), "the park returns, without panic");
-        assert_eq!(line.parked(), 0);
-    }
-}
+mod tests;

@@ -150,3 +150,36 @@ fn garbage_in_the_environment_names_the_variable() {
         "{out}"
     );
 }
+
+/// A child of `fork()` inherits a private cell's count of the parent's parked thread,
+/// which does not run in the child: its first notify removes the count (instead of
+/// sending every notify to the slow path for ever), while the parent's thread stays
+/// parked and counted in the parent.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_child_of_fork_drops_the_parents_parked_count() {
+    use mwait::{Backend, WaitCell, WaitPolicy};
+    static CELL: WaitCell = WaitCell::new(0);
+    let parked = std::thread::spawn(|| {
+        CELL.wait_until_with(|v| v == 100, &WaitPolicy::new().backend(Backend::Futex))
+    });
+    assert!(mwait_support::poll_until(
+        std::time::Duration::from_secs(10),
+        || CELL.parked_waiters() == 1
+    ));
+    let status = mwait_support::in_forked_child(|| {
+        if CELL.parked_waiters() != 1 {
+            return 2;
+        }
+        CELL.store(1);
+        i32::from(CELL.parked_waiters() != 0)
+    });
+    assert_eq!(status, 0, "the child's notify removed the parent's count");
+    assert_eq!(
+        CELL.parked_waiters(),
+        1,
+        "the parent's thread is still counted"
+    );
+    CELL.store(100);
+    assert_eq!(parked.join().unwrap(), 100);
+}

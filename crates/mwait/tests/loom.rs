@@ -12,8 +12,8 @@
 //! yield that may end spuriously.
 #![cfg(loom)]
 
-mod common;
-use common::model;
+mod support;
+use support::model;
 
 use loom::sync::Arc;
 use loom::thread;
@@ -76,6 +76,10 @@ fn notify_after_as_atomic_store() {
     });
 }
 
+/// Two parked waiters and the `FENCED` bit's idle count: the first waiter's barrier
+/// marks the cell `FENCED`, the second may skip its own because of it, and the
+/// light notifier's stores count idle notifies and clear the bit (after two in the
+/// model) while either waiter announces itself.
 #[test]
 fn two_waiters_notify_all() {
     model(|| {
@@ -220,29 +224,5 @@ fn notify_one_wakes_one_parked_waiter() {
             "{} wakes for two notify_one",
             cell.model_wakes()
         );
-    });
-}
-
-/// The light notify against two parked waiters and the `FENCED` bit's idle count: the
-/// first waiter's barrier marks the cell `FENCED`, the second may skip its own
-/// because of it, and the notifier's stores count idle notifies and clear the bit
-/// (after two in the model) while either waiter announces itself.
-#[test]
-fn two_waiters_skip_the_barrier_while_idle_notifies_clear_fenced() {
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
-        let waiters: Vec<_> = [1u32, 2]
-            .into_iter()
-            .map(|want| {
-                let c = cell.clone();
-                thread::spawn(move || c.wait_until_with(move |v| v >= want, &futex_only()))
-            })
-            .collect();
-        cell.store(1);
-        cell.store(2);
-        for w in waiters {
-            assert!(w.join().unwrap() >= 1);
-        }
-        assert_eq!(cell.parked_waiters(), 0);
     });
 }

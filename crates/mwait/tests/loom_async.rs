@@ -6,8 +6,8 @@
 //! deadlock of `block_on`, which loom reports.
 #![cfg(loom)]
 
-mod common;
-use common::model;
+mod support;
+use support::model;
 
 use loom::future::block_on;
 use loom::sync::Arc;

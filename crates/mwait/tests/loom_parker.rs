@@ -13,8 +13,8 @@
 //! `Parker::park` and the waker below, which are.
 #![cfg(loom)]
 
-mod common;
-use common::model;
+mod support;
+use support::model;
 
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;

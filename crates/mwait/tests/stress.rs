@@ -198,6 +198,15 @@ const LOST_AFTER: Duration = Duration::from_millis(2);
 #[cfg(target_os = "linux")]
 const PROMPT: Duration = Duration::from_micros(200);
 
+/// The notifier's delay between seeing the future armed and its first store steps
+/// through `0..STORE_DELAY_STEPS` times this, round after round.
+#[cfg(target_os = "linux")]
+const STORE_DELAY_STEP: Duration = Duration::from_nanos(100);
+
+/// See [`STORE_DELAY_STEP`]: delays from 0 to 6.3 µs, the span of a `membarrier`.
+#[cfg(target_os = "linux")]
+const STORE_DELAY_STEPS: u64 = 64;
+
 /// The cache lines the notifier writes between its two stores (a message's payload):
 /// they keep the second store in the store buffer while the light notify's load of the
 /// waiter state runs.
@@ -260,14 +269,17 @@ impl std::task::Wake for Noop {
 /// The lost wake-up of a future's arm racing two notifies, reproduced physically. Each
 /// round, on a fresh cell:
 /// - the waiter (CPU 1) polls `wait_until_async(|v| v == 2)` once, which arms it and
-///   runs its barrier, then makes a blocking park-at-once wait for 2;
-/// - the notifier (CPU 0) waits until the future is armed, stores 1 (which takes the
-///   future's waker), writes 48 cold cache lines, and stores 2.
+///   runs its barrier, then makes a blocking wait for 2 that parks at once (no spin);
+/// - the notifier (CPU 0) waits until the future is armed, then for a delay that
+///   sweeps 0 to 6.3 µs over the rounds, stores 1 (which takes the future's waker),
+///   writes 48 cold cache lines, and stores 2.
 ///
 /// The verdict does not depend on timing: a round is lost when, after 2 has become
 /// visible, the waiter stays asleep in a futex wait on the cell for a value other
 /// than 2 for [`LOST_AFTER`] (the notifier reads the waiter's state and its system
-/// call from `/proc`, then rescues it with `notify_all`). With the async arm setting
+/// call from `/proc`, then rescues it with `notify_all`). A last round checks that
+/// verdict: it stores 2 without a notify while the waiter sleeps, and the verdict
+/// must call that round lost. With the async arm setting
 /// `FENCED` after its waker was taken, dozens of rounds in a few hundred thousand
 /// were lost on a loaded 2-vCPU guest.
 #[cfg(target_os = "linux")]
@@ -280,7 +292,10 @@ fn a_notify_inside_an_arms_barrier_is_never_lost() {
     use std::task::{Context, Waker};
 
     let n = rounds();
-    let park_at_once = WaitPolicy::new().backend(Backend::Futex);
+    // No spin: the waiter parks while the second store may still be in flight.
+    let park_at_once = WaitPolicy::new()
+        .backend(Backend::Futex)
+        .spin(Duration::ZERO);
     // The round's cell, the rounds the waiter has published and ended, and its tid.
     let cell_of_round = Mutex::new(None::<Arc<WaitCell>>);
     let (published, returned) = (AtomicU64::new(0), AtomicU64::new(0));
@@ -293,7 +308,9 @@ fn a_notify_inside_an_arms_barrier_is_never_lost() {
             mwait_support::pin_to_cpu(0);
             let mut payload = vec![0u8; PAYLOAD_BYTES];
             let (mut line, mut lost) = (0usize, 0u64);
-            for round in 1..=n {
+            // The last round checks the verdict itself: its 2 is stored with no
+            // notify while the waiter is parked, a wake-up lost on purpose.
+            for round in 1..=n + 1 {
                 while published.load(Ordering::Acquire) != round {
                     if abandoned.load(Ordering::Relaxed) {
                         return lost;
@@ -301,15 +318,31 @@ fn a_notify_inside_an_arms_barrier_is_never_lost() {
                     std::hint::spin_loop();
                 }
                 let cell = cell_of_round.lock().unwrap().clone().expect("published");
-                while cell.armed_async_waiters() == 0 {
-                    std::hint::spin_loop();
+                if round == n + 1 {
+                    while cell.parked_waiters() == 0 {
+                        std::hint::spin_loop();
+                    }
+                    // Past the waiter's announcement: its park sleeps on 0.
+                    thread::sleep(LOST_AFTER);
+                    cell.as_atomic().store(2, Ordering::SeqCst);
+                } else {
+                    while cell.armed_async_waiters() == 0 {
+                        std::hint::spin_loop();
+                    }
+                    // Where the arm's barrier interrupts us decides the race: the
+                    // rounds sweep the time from the arm to the first store.
+                    let delay = STORE_DELAY_STEP * (round % STORE_DELAY_STEPS) as u32;
+                    let until = Instant::now() + delay;
+                    while Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
+                    cell.store(1);
+                    for _ in 0..PAYLOAD_LINES {
+                        payload[line] = payload[line].wrapping_add(1);
+                        line = (line + 64) % PAYLOAD_BYTES;
+                    }
+                    cell.store(2);
                 }
-                cell.store(1);
-                for _ in 0..PAYLOAD_LINES {
-                    payload[line] = payload[line].wrapping_add(1);
-                    line = (line + 64) % PAYLOAD_BYTES;
-                }
-                cell.store(2);
                 // From here 2 is visible to every thread (the fence drains our stores).
                 std::sync::atomic::fence(Ordering::SeqCst);
                 let visible = Instant::now();
@@ -323,15 +356,19 @@ fn a_notify_inside_an_arms_barrier_is_never_lost() {
                         std::hint::spin_loop();
                         continue;
                     }
-                    if !asleep_in_futex_wait(tid, cell.as_atomic(), 1) {
+                    let before = if round == n + 1 { 0 } else { 1 };
+                    if !asleep_in_futex_wait(tid, cell.as_atomic(), before) {
                         asleep_since = None;
                     } else if asleep_since.get_or_insert_with(Instant::now).elapsed() >= LOST_AFTER
                     {
                         lost += 1;
-                        eprintln!(
-                            "round {round}: the waiter sleeps on 1 {:?} after 2 became visible",
-                            visible.elapsed()
-                        );
+                        if round <= n {
+                            eprintln!(
+                                "round {round}: the waiter sleeps on 1 {:?} after 2 became \
+                                 visible",
+                                visible.elapsed()
+                            );
+                        }
                         cell.notify_all();
                         asleep_since = None;
                     }
@@ -351,10 +388,15 @@ fn a_notify_inside_an_arms_barrier_is_never_lost() {
         waiter_tid.store(this_tid(), Ordering::Relaxed);
         let waker = Waker::from(Arc::new(Noop));
         let mut cx = Context::from_waker(&waker);
-        for round in 1..=n {
+        for round in 1..=n + 1 {
             let cell = Arc::new(WaitCell::new(0));
             *cell_of_round.lock().unwrap() = Some(cell.clone());
             published.store(round, Ordering::Release);
+            if round == n + 1 {
+                assert_eq!(cell.wait_until_with(|v| v == 2, &park_at_once), 2);
+                returned.store(round, Ordering::Release);
+                break;
+            }
             let mut future = cell.wait_until_async(|v| v == 2);
             // Ready when both stores came while the arm ran its barrier.
             let _ = Pin::new(&mut future).poll(&mut cx);
@@ -364,6 +406,10 @@ fn a_notify_inside_an_arms_barrier_is_never_lost() {
         }
         notifier.join().unwrap()
     });
+    // The verdict caught the wake-up lost on purpose in the last round.
+    let lost = lost
+        .checked_sub(1)
+        .expect("the verdict sees a waiter that sleeps through a store");
     println!(
         "lost wake-up stress: {n} rounds in {:?}: {lost} lost",
         start.elapsed()

@@ -4,7 +4,7 @@
 //! a PAUSE ping-pong, in interleaved rounds; each target is judged on the per-round
 //! ratios (`mwait_benches::clients` has the scenarios).
 
-use crate::judge::{in_process_target, Verdict};
+use crate::judge::{in_process_target, Bound, Target};
 use crate::report::{md, num, Out};
 use crate::Ctx;
 use mwait_benches::clients::{self, BlockOn, Workload, SIDES};
@@ -147,22 +147,22 @@ fn measure(o: &mut Out, ctx: &Ctx) -> ClientsRuns {
 }
 
 /// The section's targets.
-fn targets(r: &ClientsRuns) -> Vec<(String, Verdict)> {
+fn targets(r: &ClientsRuns) -> Vec<Target> {
     let mut t = vec![
         in_process_target(
             "clients: block_on ping-pong p50 <= 0.05x stock",
             &r.pingpong_p50,
-            |x| x <= 0.05,
+            Bound::AtMost(0.05),
         ),
         in_process_target(
             "clients: block_on ping-pong p99 <= stock's",
             &r.pingpong_p99,
-            |x| x <= 1.0,
+            Bound::AtMost(1.0),
         ),
         in_process_target(
             "clients: raw Parker ping-pong p50 <= 1.1x PAUSE (interleaved with it)",
             &r.parker_vs_pause,
-            |x| x <= 1.1,
+            Bound::AtMost(1.1),
         ),
     ];
     for (w, ratios) in &r.executor {
@@ -172,18 +172,18 @@ fn targets(r: &ClientsRuns) -> Vec<(String, Verdict)> {
                 w.name()
             ),
             ratios,
-            |x| x <= 1.0,
+            Bound::AtMost(1.0),
         ));
     }
     t.push(in_process_target(
         "clients: idle block_on CPU, warm thread, <= 1.2x stock's",
         &r.idle_warm,
-        |x| x <= 1.2,
+        Bound::AtMost(1.2),
     ));
     t.push(in_process_target(
         "clients: idle block_on CPU, fresh thread, <= 1.2x stock's",
         &r.idle_fresh,
-        |x| x <= 1.2,
+        Bound::AtMost(1.2),
     ));
     t
 }

@@ -1,13 +1,17 @@
 //! The cold-start section: every cold scenario of [`mwait_benches::cold`] in fresh
 //! child processes, in interleaved rounds, and the targets judged on them.
 
-use crate::judge::{in_process_target, ratio_target, Verdict};
+use crate::judge::{in_process_target, per_process_target, ratio_target, Bound, Target};
 use crate::report::{md, num, Out};
 use crate::Ctx;
 use mwait_benches::cold::{self, Measures, Scenario};
 use mwait_benches::{median, min_max, round_order};
 use std::fmt::Write as _;
 use std::time::Duration;
+
+/// The share of fresh processes in which the unpinned cold ping-pong's first round
+/// trips must hold their bound.
+const UNPINNED_SHARE: f64 = 0.9;
 
 /// How much one cold run measures.
 pub struct ColdBudget {
@@ -275,14 +279,14 @@ fn barrier_table(o: &mut Out, runs: &ColdRuns) {
 }
 
 /// The report's targets judged on the cold runs, on per-round paired ratios.
-fn targets(runs: &ColdRuns) -> Vec<(String, Verdict)> {
+fn targets(runs: &ColdRuns) -> Vec<Target> {
     let mut t = Vec::new();
     let ratio = |s: Scenario, key: &str, base: &str, bound: f64, what: String| {
         ratio_target(
             &what,
             &runs.series(s, "waitcell", key),
             &runs.series(s, base, key),
-            move |r| r <= bound,
+            Bound::AtMost(bound),
         )
     };
     for (s, label) in [
@@ -291,18 +295,22 @@ fn targets(runs: &ColdRuns) -> Vec<(String, Verdict)> {
         (Scenario::LatePartner, "partner 2 ms late"),
         (Scenario::AfterPause, "after a 2 ms pause mid-run"),
     ] {
-        t.push(in_process_target(
-            &format!(
-                "cold pingpong, {label}: first {} p50 <= 2x pause",
-                cold::FIRST
-            ),
-            &runs.series(s, "waitcell", "first_vs_pause"),
-            |r| r <= 2.0,
-        ));
+        let first = format!(
+            "cold pingpong, {label}: first {} p50 <= 2x pause",
+            cold::FIRST
+        );
+        let first_ratios = runs.series(s, "waitcell", "first_vs_pause");
+        t.push(if s == Scenario::Unpinned {
+            // Where the scheduler puts two unpinned threads differs from process
+            // to process: judged in each one (issue 24: 9 of 10).
+            per_process_target(&first, &first_ratios, Bound::AtMost(2.0), UNPINNED_SHARE)
+        } else {
+            in_process_target(&first, &first_ratios, Bound::AtMost(2.0))
+        });
         t.push(in_process_target(
             &format!("cold pingpong, {label}: steady p50 <= 1.1x pause"),
             &runs.series(s, "waitcell", "steady_vs_pause"),
-            |r| r <= 1.1,
+            Bound::AtMost(1.1),
         ));
     }
     t.push(ratio(
@@ -315,13 +323,13 @@ fn targets(runs: &ColdRuns) -> Vec<(String, Verdict)> {
     t.push(in_process_target(
         "cold long_wait waiter CPU <= 1.2x futex",
         &runs.series(Scenario::LongWait, "waitcell", "cpu_vs_futex"),
-        |r| r <= 1.2,
+        Bound::AtMost(1.2),
     ));
     t.push(ratio_target(
         "cold barrier faster than std Barrier (steady ns per episode)",
         &runs.series(Scenario::Barrier, "waitcell", "steady_ns_per_episode"),
         &runs.series(Scenario::Barrier, "std-barrier", "steady_ns_per_episode"),
-        |r| r < 1.0,
+        Bound::Below(1.0),
     ));
     t
 }

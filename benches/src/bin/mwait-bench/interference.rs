@@ -1,7 +1,7 @@
 //! The interference section: compute workers beside a slow pair, with the noise
 //! floor of a second futex pair and the targets against futex.
 
-use crate::judge::{matched_target, row, rows, Row};
+use crate::judge::{matched_target, row, rows, Bound, Row};
 use crate::report::{md, num, Out};
 use crate::Ctx;
 use mwait_benches::scenarios;
@@ -68,13 +68,13 @@ pub fn run(o: &mut Out, ctx: &Ctx) {
         "interference throughput >= 0.98x futex's",
         &matched_ratios(&by_placement("waitcell"), &by_placement("futex")),
         paired_ratio(row(&runs.thr, "waitcell"), row(&runs.thr, "futex")),
-        |r| r >= 0.98,
+        Bound::AtLeast(0.98),
     ));
     o.target(matched_target(
         "interference wake p50 <= futex's",
         &matched_ratios(placed_of("waitcell"), placed_of("futex")),
         paired_ratio(row(&runs.wake, "waitcell"), row(&runs.wake, "futex")),
-        |r| r <= 1.0,
+        Bound::AtMost(1.0),
     ));
 }
 

@@ -73,41 +73,176 @@ impl Verdict {
     }
 }
 
-/// A target on a paired ratio: "`what`: median of N rounds 1.05x (0.98–1.12x)".
-pub fn ratio_target(
-    what: &str,
-    a: &[f64],
-    b: &[f64],
-    holds: impl Fn(f64) -> bool,
-) -> (String, Verdict) {
-    let (m, lo, hi) = paired_ratio(a, b);
-    (
+impl Verdict {
+    /// The verdict's name in `summary.json`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Verdict::Holds => "holds",
+            Verdict::Tie => "tie",
+            Verdict::Missed => "missed",
+            Verdict::NoMeasurement => "no_measurement",
+        }
+    }
+}
+
+/// The bound of a target: how its measure must compare with a number.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Bound {
+    /// At most this.
+    AtMost(f64),
+    /// Below this.
+    Below(f64),
+    /// At least this.
+    AtLeast(f64),
+}
+
+impl Bound {
+    /// Whether `v` is within the bound.
+    pub fn holds(self, v: f64) -> bool {
+        match self {
+            Bound::AtMost(b) => v <= b,
+            Bound::Below(b) => v < b,
+            Bound::AtLeast(b) => v >= b,
+        }
+    }
+
+    /// The comparison and the number, for `summary.json`.
+    fn parts(self) -> (&'static str, f64) {
+        match self {
+            Bound::AtMost(b) => ("<=", b),
+            Bound::Below(b) => ("<", b),
+            Bound::AtLeast(b) => (">=", b),
+        }
+    }
+}
+
+/// A target as judged in a run: the sentence of the report and the numbers behind
+/// it, which `summary.json` carries for other tools.
+pub struct Target {
+    /// The sentence of the report.
+    pub text: String,
+    pub verdict: Verdict,
+    /// The measure judged (a ratio, or a value in the bound's unit); NaN if none.
+    pub value: f64,
+    pub bound: Bound,
+    /// The smallest and largest of the per-round values behind `value` (NaN where
+    /// there are none).
+    pub range: (f64, f64),
+}
+
+impl Target {
+    /// A target judged on `value` alone.
+    pub fn on(text: String, value: f64, bound: Bound) -> Target {
+        Target {
+            text,
+            verdict: Verdict::on(value, bound.holds(value)),
+            value,
+            bound,
+            range: (f64::NAN, f64::NAN),
+        }
+    }
+
+    /// The target as one JSON object (numbers that are not finite as `null`).
+    pub fn json(&self) -> String {
+        let (op, b) = self.bound.parts();
+        let n = |x: f64| {
+            if x.is_finite() {
+                format!("{x}")
+            } else {
+                "null".into()
+            }
+        };
+        let text = self.text.replace('\\', "\\\\").replace('"', "\\\"");
         format!(
+            "{{\"target\": \"{text}\", \"value\": {}, \"bound\": {{\"op\": \"{op}\", \"value\": {}}}, \"range\": [{}, {}], \"verdict\": \"{}\"}}",
+            n(self.value),
+            n(b),
+            n(self.range.0),
+            n(self.range.1),
+            self.verdict.key()
+        )
+    }
+}
+
+/// The smaller of `a` and `b`; NaN if either is (`f64::min` would pass the other).
+pub fn lesser(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.min(b)
+    }
+}
+
+/// A target on a paired ratio: "`what`: median of N rounds 1.05x (0.98–1.12x)".
+pub fn ratio_target(what: &str, a: &[f64], b: &[f64], bound: Bound) -> Target {
+    let (m, lo, hi) = paired_ratio(a, b);
+    Target {
+        text: format!(
             "{what}: {m:.2}x, the median of {} paired rounds (range {lo:.2}–{hi:.2}x)",
             a.len().min(b.len())
         ),
-        Verdict::on(m, holds(m)),
-    )
+        verdict: Verdict::on(m, bound.holds(m)),
+        value: m,
+        bound,
+        range: (lo, hi),
+    }
 }
 
 /// A target on ratios measured side by side inside one process, one per round (a
 /// cold child's mechanism against the PAUSE loop interleaved with it, a waiter
 /// against a futex waiter running beside it): "`what`: median of N rounds 1.05x
 /// (0.98–1.12x)".
-pub fn in_process_target(
-    what: &str,
-    ratios: &[f64],
-    holds: impl Fn(f64) -> bool,
-) -> (String, Verdict) {
+pub fn in_process_target(what: &str, ratios: &[f64], bound: Bound) -> Target {
     let m = median(ratios);
     let (lo, hi) = min_max(ratios);
-    (
-        format!(
+    Target {
+        text: format!(
             "{what}: {m:.2}x, the median of {} rounds, each a ratio of two mechanisms measured side by side in one process (range {lo:.2}–{hi:.2}x)",
             ratios.len()
         ),
-        Verdict::on(m, holds(m)),
-    )
+        verdict: Verdict::on(m, bound.holds(m)),
+        value: m,
+        bound,
+        range: (lo, hi),
+    }
+}
+
+/// A target judged process by process: holds when at least `share` of the rounds'
+/// in-process ratios (one fresh process each) meet the bound, so that a bimodal
+/// result (most processes fine, some far off) cannot hide behind a median. Its
+/// value in `summary.json` is the worst ratio among the best `share` of the
+/// processes (the one that decides).
+pub fn per_process_target(what: &str, ratios: &[f64], bound: Bound, share: f64) -> Target {
+    let good = ratios.iter().filter(|&&r| bound.holds(r)).count();
+    let needed = (share * ratios.len() as f64).ceil() as usize;
+    let (lo, hi) = min_max(ratios);
+    let listed: Vec<String> = ratios.iter().map(|r| format!("{r:.2}x")).collect();
+    let mut sorted = ratios.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    if matches!(bound, Bound::AtLeast(_)) {
+        sorted.reverse();
+    }
+    let deciding = sorted
+        .get(needed.saturating_sub(1))
+        .copied()
+        .unwrap_or(f64::NAN);
+    Target {
+        text: format!(
+            "{what}: {good} of {} fresh processes within the bound, {needed} needed \
+             (each a ratio of two mechanisms measured side by side in one process: {}; \
+             range {lo:.2}–{hi:.2}x)",
+            ratios.len(),
+            listed.join(", ")
+        ),
+        verdict: if ratios.is_empty() {
+            Verdict::NoMeasurement
+        } else {
+            Verdict::of(good >= needed)
+        },
+        value: deciding,
+        bound,
+        range: (lo, hi),
+    }
 }
 
 /// An interference target between waitcell and futex, judged on placement-matched
@@ -125,33 +260,75 @@ pub fn matched_target(
     what: &str,
     matched: &[f64],
     unmatched: (f64, f64, f64),
-    holds: impl Fn(f64) -> bool,
-) -> (String, Verdict) {
+    bound: Bound,
+) -> Target {
     let (um, ulo, uhi) = unmatched;
     let all = format!("unmatched: {um:.2}x, range {ulo:.2}–{uhi:.2}x");
     if matched.is_empty() {
-        return (
-            format!("{what}: no round placed both pairs alike ({all})"),
-            Verdict::on(um, holds(um)),
-        );
+        return Target {
+            text: format!("{what}: no round placed both pairs alike ({all})"),
+            verdict: Verdict::on(um, bound.holds(um)),
+            value: um,
+            bound,
+            range: (ulo, uhi),
+        };
     }
     let m = median(matched);
     let (lo, hi) = min_max(matched);
-    let missing = matched.iter().filter(|&&r| !holds(r)).count();
+    let missing = matched.iter().filter(|&&r| !bound.holds(r)).count();
     let p = sign_test_p(missing, matched.len());
-    let verdict = if holds(m) {
+    let verdict = if bound.holds(m) {
         Verdict::Holds
     } else if p >= 0.05 {
         Verdict::Tie
     } else {
         Verdict::Missed
     };
-    (
-        format!(
+    Target {
+        text: format!(
             "{what}: {m:.3}x, the median of {n} placement-matched comparisons (range \
              {lo:.2}–{hi:.2}x; {missing} of {n} past the bound, sign test p = {p:.2}; {all})",
             n = matched.len()
         ),
         verdict,
-    )
+        value: m,
+        bound,
+        range: (lo, hi),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_carries_its_numbers_into_the_summary() {
+        let t = ratio_target(
+            "x \"quoted\"",
+            &[1.0, 2.0, 3.0],
+            &[1.0, 1.0, 1.0],
+            Bound::AtMost(1.5),
+        );
+        assert!(t.verdict == Verdict::Missed);
+        assert_eq!((t.value, t.range), (2.0, (1.0, 3.0)));
+        let j = t.json();
+        assert!(j.contains(r#""target": "x \"quoted\": 2.00x"#), "{j}");
+        assert!(j.contains(r#""bound": {"op": "<=", "value": 1.5}"#), "{j}");
+        assert!(j.contains(r#""range": [1, 3], "verdict": "missed""#), "{j}");
+        let none = Target::on("n".into(), f64::NAN, Bound::AtLeast(0.98));
+        assert!(none.verdict == Verdict::NoMeasurement);
+        assert!(none.json().contains(r#""value": null"#));
+    }
+
+    #[test]
+    fn a_per_process_target_reports_the_deciding_process() {
+        let r = [1.1, 1.3, 36.0, 1.2];
+        let t = per_process_target("u", &r, Bound::AtMost(2.0), 0.75);
+        // Three of four needed: the third best decides, and holds.
+        assert!(t.verdict == Verdict::Holds);
+        assert_eq!(t.value, 1.3);
+        let t = per_process_target("u", &r, Bound::AtMost(2.0), 0.9);
+        assert!(t.verdict == Verdict::Missed);
+        assert_eq!(t.value, 36.0);
+    }
 }

@@ -2,7 +2,7 @@
 //! notify with nobody waiting, a store every ~1 ms, the barrier and the async
 //! round trip, each with its targets.
 
-use crate::judge::{in_process_target, ratio_target, row, rows, Row, Verdict};
+use crate::judge::{in_process_target, lesser, ratio_target, row, rows, Bound, Row, Target};
 use crate::report::{md, num, Out};
 use crate::Ctx;
 use mwait_benches::scenarios::{self, Placement};
@@ -19,7 +19,7 @@ pub fn pingpong(o: &mut Out, ctx: &Ctx) {
     o.target(in_process_target(
         "pingpong p50 <= 1.1x pause (interleaved with it)",
         &interleaved,
-        |r| r <= 1.1,
+        Bound::AtMost(1.1),
     ));
 }
 
@@ -30,7 +30,7 @@ pub fn same_cpu(o: &mut Out, ctx: &Ctx) {
         "same_cpu p50 <= 1.2x futex",
         row(&rows, "waitcell"),
         row(&rows, "futex"),
-        |r| r <= 1.2,
+        Bound::AtMost(1.2),
     ));
 }
 
@@ -106,21 +106,22 @@ fn round_trips(o: &mut Out, ctx: &Ctx, placement: Placement) -> Vec<Row> {
 pub fn notify(o: &mut Out, ctx: &Ctx) {
     let costs = notify_costs(o, ctx);
     let ns = |n: &str| of(&costs, n);
-    o.target((
+    o.target(Target::on(
         format!("notify <= 5 ns: {:.2} ns", ns("waitcell")),
-        Verdict::on(ns("waitcell"), ns("waitcell") <= 5.0),
+        ns("waitcell"),
+        Bound::AtMost(5.0),
     ));
-    o.target((
+    o.target(Target::on(
         format!(
             "notify >= 45x cheaper than atomic-wait ({:.0}x) and std-condvar ({:.0}x)",
             ns("atomic-wait") / ns("waitcell"),
             ns("std-condvar") / ns("waitcell")
         ),
-        Verdict::on(
-            ns("atomic-wait") + ns("std-condvar") + ns("waitcell"),
-            ns("atomic-wait") >= 45.0 * ns("waitcell")
-                && ns("std-condvar") >= 45.0 * ns("waitcell"),
+        lesser(
+            ns("atomic-wait") / ns("waitcell"),
+            ns("std-condvar") / ns("waitcell"),
         ),
+        Bound::AtLeast(45.0),
     ));
 }
 
@@ -229,7 +230,7 @@ pub fn long_wait(o: &mut Out, ctx: &Ctx) {
     o.target(in_process_target(
         "long_wait waiter CPU <= 1.2x futex (beside it)",
         &beside,
-        |r| r <= 1.2,
+        Bound::AtMost(1.2),
     ));
 }
 
@@ -294,16 +295,14 @@ fn pingpong_beside_pause(o: &mut Out, ctx: &Ctx) -> Vec<f64> {
 pub fn barrier(o: &mut Out, ctx: &Ctx) {
     let per_episode = barrier_table(o, ctx);
     let ns = |n: &str| of(&per_episode, n);
-    o.target((
+    o.target(Target::on(
         format!(
             "barrier faster than std Barrier: {:.0} vs {:.0} ns per episode",
             ns("waitcell"),
             ns("std-barrier")
         ),
-        Verdict::on(
-            ns("waitcell") + ns("std-barrier"),
-            ns("waitcell") < ns("std-barrier"),
-        ),
+        ns("waitcell") / ns("std-barrier"),
+        Bound::Below(1.0),
     ));
 }
 

@@ -1,6 +1,8 @@
 //! `mwait-bench [--quick] [--out DIR] [--only BENCH]`: runs every scenario side by
-//! side and writes `DIR/report.md`, `DIR/summary.json` and `DIR/pingpong.svg`
-//! (default DIR: `target/mwait-bench`). `cargo xtask bench` runs it.
+//! side and writes `DIR/report.md`, `DIR/summary.json` (the measures, and every
+//! target with its value, bound, range and verdict), `DIR/pingpong.svg` and
+//! `DIR/latency_cpu.svg` (default DIR: `target/mwait-bench`). `cargo xtask bench`
+//! runs it.
 //!
 //! The process measures its warm scenarios without asking mwait anything first:
 //! mwait reads the machine and makes its selection at the first wait, which is a
@@ -8,7 +10,8 @@
 //! machine and the selection are printed after the measurements. The binary also
 //! serves as its own child processes, by hidden first arguments: the compute
 //! workers of the interference scenario, the cold starts
-//! ([`mwait_benches::cold`]), and `--waitcell-tiers`, which lists the WaitCell
+//! ([`mwait_benches::cold`]), the busy processes of the scale section
+//! ([`mwait_benches::scale`]), and `--waitcell-tiers`, which lists the WaitCell
 //! tiers usable here as a fresh process's selection sees them.
 //!
 //! Each section of the report is a module with one `pub fn(&mut Out, &Ctx)` that
@@ -26,10 +29,13 @@ mod interference;
 mod judge;
 mod latency;
 mod report;
+mod scale;
 mod svg;
+mod tradeoff;
 
 use cold::ColdBudget;
 use report::Out;
+use scale::ScaleBudget;
 
 /// A section of the report: measures, then appends its tables, JSON rows and
 /// judged targets to the report.
@@ -37,7 +43,7 @@ type Section = fn(&mut Out, &Ctx);
 
 /// The report's sections in the report's order, each under the name `--only`
 /// takes (a section that `--only` leaves out still lists its targets as not run).
-const SECTIONS: [(&str, Section); 9] = [
+const SECTIONS: [(&str, Section); 11] = [
     ("pingpong", latency::pingpong),
     ("same_cpu", latency::same_cpu),
     ("notify", latency::notify),
@@ -45,6 +51,8 @@ const SECTIONS: [(&str, Section); 9] = [
     ("interference", interference::run),
     ("barrier", latency::barrier),
     ("cold", cold::run),
+    ("scale", scale::run),
+    ("latency_cpu", tradeoff::run),
     ("async", latency::async_pingpong),
     ("clients", clients::run),
 ];
@@ -65,6 +73,9 @@ struct Budgets {
     /// with 1/rounds of its budget (see [`mwait_benches::round_order`]).
     rounds: u32,
     cold: ColdBudget,
+    scale: ScaleBudget,
+    /// Per idle gap and mechanism of `latency_cpu`.
+    latency_cpu: Duration,
 }
 
 impl Budgets {
@@ -82,6 +93,8 @@ impl Budgets {
                 long_wait: Duration::from_millis(300) * scale,
                 barrier_episodes: 3_000 * scale,
             },
+            scale: ScaleBudget::new(scale),
+            latency_cpu: Duration::from_millis(150) * scale,
         }
     }
 }
@@ -159,8 +172,10 @@ fn main() {
     if mwait_support::compute_worker_entry(&args) {
         return;
     }
-    if let Some(cold) = mwait_benches::cold::child_entry(&args) {
-        match cold {
+    let child = mwait_benches::cold::child_entry(&args)
+        .or_else(|| mwait_benches::scale::busy_child_entry(&args));
+    if let Some(child) = child {
+        match child {
             Ok(m) => println!("{m}"),
             Err(e) => {
                 eprintln!("mwait-bench: {e}");
@@ -178,8 +193,9 @@ fn main() {
     let opts = Options::parse(&args).unwrap_or_else(|e| {
         eprintln!(
             "mwait-bench: {e}\nusage: mwait-bench [--quick] [--out DIR] [--only BENCH] \
-             (or {} SCENARIO IMPL AMOUNT, {TIERS_ARG})",
-            mwait_benches::cold::COLD_ARG
+             (or {} SCENARIO IMPL AMOUNT, {} MODE MILLIS, {TIERS_ARG})",
+            mwait_benches::cold::COLD_ARG,
+            mwait_benches::scale::BUSY_ARG
         );
         std::process::exit(2);
     });

@@ -1,8 +1,8 @@
 //! The report: the markdown, the JSON rows and the ping-pong series every section
 //! appends to, the targets they judge, and the files written at the end.
 
-use crate::judge::Verdict;
-use crate::svg::svg;
+use crate::judge::{Target, Verdict};
+use crate::svg::{self, svg};
 use crate::{Ctx, Options};
 use std::fmt::Write as _;
 
@@ -12,13 +12,17 @@ pub struct Out {
     pub json: Vec<String>,
     pub md: String,
     pub svg_series: Vec<(String, Vec<u64>)>,
+    /// The curves of `latency_cpu.svg`.
+    pub latency_cpu: Vec<(String, Vec<mwait_benches::tradeoff::Point>)>,
     /// The targets with their verdicts, judged by the sections that measure them.
-    pub targets: Vec<(String, Verdict)>,
+    pub targets: Vec<Target>,
+    /// The same targets as JSON objects for `summary.json`, once judged.
+    pub targets_json: Vec<String>,
 }
 
 impl Out {
     /// Adds a judged target to the targets section.
-    pub fn target(&mut self, target: (String, Verdict)) {
+    pub fn target(&mut self, target: Target) {
         self.targets.push(target);
     }
 }
@@ -89,23 +93,24 @@ pub fn rounds_note(o: &mut Out, rounds: u32) {
 /// The targets with their verdicts and the count that hold.
 pub fn targets_section(o: &mut Out, only: Option<&str>) {
     let targets = std::mem::take(&mut o.targets);
+    o.targets_json = targets.iter().map(Target::json).collect();
     let targets = &targets[..];
     md!(
         o,
         "## Targets (WaitCell default policy)\n\nWarm ones first, then the same targets \
          judged on the cold starts.\n"
     );
-    for (t, v) in targets {
-        let label = match v {
+    for t in targets {
+        let label = match t.verdict {
             Verdict::Holds => "HOLDS:",
             Verdict::Tie => "TIE (past the bound by no more than chance explains):",
             Verdict::Missed => "MISSED:",
             Verdict::NoMeasurement if only.is_some() => "NOT RUN (outside --only):",
             Verdict::NoMeasurement => "MISSED (no measurement: see the failed runs above):",
         };
-        md!(o, "- {label} {t}");
+        md!(o, "- {label} {}", t.text);
     }
-    let count = |v: Verdict| targets.iter().filter(|t| t.1 == v).count();
+    let count = |v: Verdict| targets.iter().filter(|t| t.verdict == v).count();
     let ties = count(Verdict::Tie);
     let not_run = if only.is_some() {
         count(Verdict::NoMeasurement)
@@ -133,7 +138,8 @@ pub fn targets_section(o: &mut Out, only: Option<&str>) {
     );
 }
 
-/// Writes `report.md`, `summary.json` and `pingpong.svg`, and prints the report.
+/// Writes `report.md`, `summary.json` (the JSON rows and the judged targets),
+/// `pingpong.svg` and `latency_cpu.svg`, and prints the report.
 pub fn write_files(
     o: &Out,
     opts: &Options,
@@ -149,11 +155,17 @@ pub fn write_files(
         caps.brand, caps.hypervisor, caps.usable_cpus, ctx.process_cpus, caps.waitpkg, caps.monitorx, caps.monitor_mwait, sel.backend, opts.quick
     );
     let json = format!(
-        "{{\"machine\": {machine},\n \"results\": [\n  {}\n ]}}\n",
-        o.json.join(",\n  ")
+        "{{\"machine\": {machine},\n \"results\": [\n  {}\n ],\n \"targets\": [\n  {}\n ]}}\n",
+        o.json.join(",\n  "),
+        o.targets_json.join(",\n  ")
     );
     std::fs::write(format!("{out_dir}/summary.json"), json).unwrap();
     std::fs::write(format!("{out_dir}/pingpong.svg"), svg(&o.svg_series)).unwrap();
+    std::fs::write(
+        format!("{out_dir}/latency_cpu.svg"),
+        svg::latency_cpu(&o.latency_cpu),
+    )
+    .unwrap();
     print!("{}", o.md);
-    eprintln!("wrote {out_dir}/report.md, summary.json, pingpong.svg");
+    eprintln!("wrote {out_dir}/report.md, summary.json, pingpong.svg, latency_cpu.svg");
 }

@@ -1,7 +1,7 @@
 //! The kernel tier: ring-0 MONITOR/MWAIT through the `/dev/mwait` shim (`kmod/`), for
 //! CPUs that have MWAIT but no user-mode wait.
 //!
-//! The device is opened once per process and kept open (`sys/dev_mwait.rs`). Each
+//! The device is opened once per process and kept open (`sys/x86/dev_mwait.rs`). Each
 //! episode is one `MWAIT_IOC_WAIT`; the module returns as soon as the word changes,
 //! the deadline passes, the scheduler needs the CPU or a signal is pending. The last
 //! two become [`HwWake::Yield`], so the ladder parks on the futex instead of holding a

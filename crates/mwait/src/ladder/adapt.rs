@@ -27,10 +27,11 @@
 //!   turns it off again).
 //! - **Spinning cannot help.** On a machine with more runnable threads than CPUs a
 //!   spinner burns a CPU that the partner may need: waits whose cell's last spin
-//!   failed skip the spin and the hardware tier while that lasts (`load.rs`). And when a notifier wakes a parked waiter that
-//!   went to sleep on
-//!   the notifier's own CPU, the pair shares a CPU (both pinned to it, say): a spin of
-//!   either would only delay the other, so that wake counts as a failed spin.
+//!   failed skip the spin and the hardware tier while that lasts (`load.rs`). And
+//!   when a notifier wakes a parked waiter that went to sleep on the notifier's own
+//!   CPU, the pair shares a CPU: a spin of either would only delay the other, so
+//!   that wake counts as a failed spin, and the notifier's next wait leaves the CPU
+//!   where another one is free (`apart.rs`).
 //!
 //! These are heuristics, not protocol: relaxed std atomics, racy read-modify-write
 //! is fine, and loom does not track them.
@@ -199,49 +200,66 @@ impl Adaptive {
         }
     }
 
-    /// Called by a notifier that is waking parked waiters: whether the (last) parked
-    /// waiter slept on the notifier's CPU. If so the pair shares a CPU and a spin
-    /// would have failed: recorded as such.
+    /// Called by a notifier that is waking parked waiters: the notifier's CPU if the
+    /// (last) parked waiter slept on it (the pair shares a CPU), else `None`.
     #[inline]
-    pub(crate) fn waking_on_same_cpu(&self) -> bool {
+    pub(crate) fn waking_on_same_cpu(&self) -> Option<u32> {
         let cpu = sys::current_cpu();
-        let same = cpu != u32::MAX && self.parked_cpu.load(Relaxed) == cpu;
-        if same {
-            self.record_spin(false);
-        }
-        same
+        (cpu != u32::MAX && self.parked_cpu.load(Relaxed) == cpu).then_some(cpu)
     }
 }
 
 impl OnWake for Adaptive {
     /// Remembers the hand-off (the answer we may wait for next comes after the
-    /// partner's wake-up), unless the partner shares our CPU. After the wake, not
-    /// before: this bookkeeping (the CPU number, the cell's score) is not on the woken
-    /// waiter's path then.
+    /// partner's wake-up). A partner that slept on our CPU shares it with us: a spin
+    /// would only delay it, so the wake counts as a failed spin, and our next wait
+    /// decides whether to leave the CPU ([`Woke::Beside`]). After the wake, not
+    /// before: this bookkeeping (the CPU number, the cell's score) is not on the
+    /// woken waiter's path then.
     fn parked_woken(&self) {
-        if !self.waking_on_same_cpu() {
-            note_woke();
+        match self.waking_on_same_cpu() {
+            Some(cpu) => {
+                self.record_spin(false);
+                note_woke(Woke::Beside(cpu));
+            }
+            None => note_woke(Woke::Partner),
         }
     }
 }
 
+/// What this thread's wakes of parked waiters since its last wait found.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Woke {
+    /// It woke nobody.
+    Nobody,
+    /// It woke a waiter that slept on another CPU: the answer it may wait for next
+    /// comes after that waiter's wake-up (a hand-off).
+    Partner,
+    /// It woke a waiter that slept on this thread's CPU, the one named: the pair
+    /// shares it. The next wait leaves that CPU where another one is free
+    /// (`apart.rs`): a thread that goes on to wait (for its partner's answer, most
+    /// likely) is a pair worth separating; one that goes on with other work (a
+    /// producer that sleeps between values) is not moved.
+    Beside(u32),
+}
+
 std::thread_local! {
-    /// Whether this thread has woken a parked waiter since its last wait.
-    static WOKE: Cell<bool> = const { Cell::new(false) };
+    /// What this thread's wakes found since its last wait.
+    static WOKE: Cell<Woke> = const { Cell::new(Woke::Nobody) };
 }
 
-/// Notes that this thread just woke a parked waiter (on any cell).
+/// Notes what this thread's wake of a parked waiter (on any cell) found.
 #[inline]
-pub(crate) fn note_woke() {
-    WOKE.with(|w| w.set(true));
+pub(crate) fn note_woke(w: Woke) {
+    WOKE.with(|c| c.set(w));
 }
 
-/// Whether this thread has woken a parked waiter since its last wait (and
+/// What this thread's wakes of parked waiters found since its last wait (and
 /// forgets it). Any cell counts: the answer to a wake often comes on another cell
 /// (a ping-pong over two cells, a request and its response).
 #[inline]
-pub(crate) fn take_woke() -> bool {
-    WOKE.with(|w| w.replace(false))
+pub(crate) fn take_woke() -> Woke {
+    WOKE.with(|c| c.replace(Woke::Nobody))
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@
 //! the spin tier and the hardware tier) `stats.rs`.
 
 pub(crate) mod adapt;
+mod apart;
 pub(crate) mod estimate;
 mod filter;
 pub(crate) mod load;
@@ -31,7 +32,7 @@ use crate::primitive::{yield_now, AtomicU32, Ordering};
 use crate::protocol::{MonitorLine, Sleepers};
 use crate::sys::clock::now_ns;
 use crate::sys::park::Parked;
-use adapt::{Adaptive, Caught};
+use adapt::{Adaptive, Caught, Woke};
 use stats::CellStats;
 
 /// Length of one spin round of a waiter that never parks (`WaitPolicy::park(false)`
@@ -190,7 +191,14 @@ impl<'a> Climb<'a> {
     /// run-queue check are read only where a spin or a hardware wait may follow: a
     /// waiter that goes straight to park (a slow producer) pays for neither.
     fn start(cell: Waiter<'a>, pol: Resolved, deadline: Option<u64>) -> Climb<'a> {
-        let handoff = adapt::take_woke();
+        let handoff = match adapt::take_woke() {
+            Woke::Nobody => false,
+            Woke::Partner => true,
+            // This thread woke its partner on its own CPU and now waits, for the
+            // partner's answer most likely: it leaves the CPU where another is
+            // free, and then the answer is a hand-off.
+            Woke::Beside(cpu) => apart::leave_cpu(cpu),
+        };
         let spin_ns = match pol.adaptive {
             false => pol.spin_ns,
             // The process's defaults say spin (it has more than one CPU): the budget

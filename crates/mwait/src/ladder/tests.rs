@@ -6,12 +6,7 @@ use crate::backend::CState;
 /// Returns what the tier returned, whether it recorded its start, and how many
 /// spurious returns it counted.
 fn run_hardware_tier(hw: &SimMonitor, target: u32) -> (Option<u32>, bool, u64) {
-    let (line, sleepers, adapt, stats) = (
-        MonitorLine::new(0, false),
-        Sleepers::new(false),
-        Adaptive::new(),
-        CellStats::new(),
-    );
+    let parts = Parts::new(0);
     let pol = Resolved {
         spin_ns: 0,
         hw_ns: 60_000_000_000,
@@ -21,35 +16,52 @@ fn run_hardware_tier(hw: &SimMonitor, target: u32) -> (Option<u32>, bool, u64) {
         adaptive: false,
         cstate: CState::C0_1,
     };
-    let caught = Caught::new();
-    let cell = Waiter {
-        line: &line,
-        sleepers: &sleepers,
-        adapt: &adapt,
-        caught: &caught,
-        stats: &stats,
-    };
+    let cell = parts.waiter();
     let mut c = Climb::start(cell, pol, None);
     let r = hardware_tier(&mut c, hw, &mut |v| v == target);
-    (r, c.hw_start.is_some(), stats.snapshot().spurious_hardware)
+    (
+        r,
+        c.hw_start.is_some(),
+        parts.stats.snapshot().spurious_hardware,
+    )
+}
+
+/// What a cell gives the ladder, each part on its own.
+struct Parts {
+    line: MonitorLine,
+    sleepers: Sleepers,
+    adapt: Adaptive,
+    caught: Caught,
+    stats: CellStats,
+}
+
+impl Parts {
+    fn new(value: u32) -> Parts {
+        Parts {
+            line: MonitorLine::new(value, false),
+            sleepers: Sleepers::new(false),
+            adapt: Adaptive::new(),
+            caught: Caught::new(),
+            stats: CellStats::new(),
+        }
+    }
+
+    /// The ladder's view of these parts.
+    fn waiter(&self) -> Waiter<'_> {
+        Waiter {
+            line: &self.line,
+            sleepers: &self.sleepers,
+            adapt: &self.adapt,
+            caught: &self.caught,
+            stats: &self.stats,
+        }
+    }
 }
 
 #[test]
 fn a_wait_that_finds_the_change_in_the_park_tier_counts_as_caught() {
-    let (line, sleepers, adapt, stats) = (
-        MonitorLine::new(1, false),
-        Sleepers::new(false),
-        Adaptive::new(),
-        CellStats::new(),
-    );
-    let caught = Caught::new();
-    let cell = Waiter {
-        line: &line,
-        sleepers: &sleepers,
-        adapt: &adapt,
-        caught: &caught,
-        stats: &stats,
-    };
+    let parts = Parts::new(1);
+    let (cell, caught) = (parts.waiter(), &parts.caught);
     // An adaptive wait whose spin is skipped (as the run-queue gate skips it),
     // on a cell whose last spin did not catch the change.
     let pol = Resolved {

@@ -1,33 +1,30 @@
 //! The platform layer: the only part of the crate that dispatches on the operating
 //! system, the architecture and the loom model. Everything above it is written once.
 //!
-//! Each platform is one file, picked by one `cfg` line below:
+//! Two folders, one concern each, every file picked by one `cfg` line below:
 //!
-//! | file | target | park | waiter barrier |
-//! | --- | --- | --- | --- |
-//! | `linux.rs` | Linux | futex | `membarrier`, else a fence |
-//! | `windows.rs` | Windows 8+ | `WaitOnAddress` / `WakeByAddress*` | `FlushProcessWriteBuffers` (not under Wine), else a fence |
-//! | `macos.rs` | macOS | `os_sync_wait_on_address` (14.4+), else `__ulock_wait` | a fence |
-//! | `freebsd.rs` | FreeBSD | `_umtx_op(UMTX_OP_WAIT_UINT)` | a fence |
-//! | `parking.rs` | every other target | a table of parked threads on std `park` / `unpark` | a fence |
-//! | `loom.rs` | `--cfg loom` | a mutex and a condvar per cell | a fence |
+//! - `os/`: one file per operating system, each providing the items of [`park`]
+//!   (with the contract written there) and the few facts the ladder reads about the
+//!   machine: [`current_cpu`], [`running_threads`] and [`usable_cpus`] (and
+//!   `ThreadCpus`, the affinity control of the hardware self-test). `linux.rs`
+//!   (futex, `membarrier`), `windows.rs` (`WaitOnAddress`,
+//!   `FlushProcessWriteBuffers`), `macos.rs` (`os_sync_wait_on_address`, else
+//!   `__ulock_wait`), `freebsd.rs` (`_umtx_op`), `table.rs` (every other target: a
+//!   table of parked threads on std `park` / `unpark`), `loom.rs` (the model: a
+//!   mutex and a condvar per cell); `plain.rs` has the parts of a platform without a
+//!   process-wide barrier, `cpus.rs` the process's CPU count from the cgroup files
+//!   (pure parsers). Every platform's park tier sleeps, so the `Futex` ladder (spin,
+//!   then park) is offered on every target. To add a platform, write its file with
+//!   those items and add its line to the dispatch below.
+//! - `x86/`: the x86-64 instructions and their capability tokens (`x86_64.rs`, with
+//!   stand-ins in `none.rs`, whose tokens cannot be built, elsewhere), RDTSC and the
+//!   TSC rate (`tsc.rs`), shared CPUID decoding and this CPU's CPUID reader
+//!   (`cpuid.rs`), and the `/dev/mwait` calls (`dev_mwait.rs`, Linux on x86-64 only;
+//!   `no_dev_mwait.rs` elsewhere).
 //!
-//! A platform file provides the items of [`park`] (with the contract written there),
-//! and the few facts the ladder reads about the machine: [`current_cpu`],
-//! [`running_threads`] and [`usable_cpus`] (and `ThreadCpus`, the affinity control of
-//! the hardware self-test). Every platform's park tier sleeps, so the `Futex` ladder
-//! (spin, then park) is offered on every target. To add a platform, write its file
-//! with those items and add its line to the dispatch below.
-//!
-//! The x86-64 instructions and their capability tokens are `x86_64.rs` (with stand-ins
-//! in `no_x86.rs`, whose tokens cannot be built, elsewhere); the `/dev/mwait` calls
-//! are `dev_mwait.rs` (Linux on x86-64 only, `no_dev_mwait.rs` elsewhere); the clock
-//! is `clock.rs`; the counters of the `test-counters` feature are `counters.rs`;
-//! RDTSC and the TSC rate are `tsc.rs`, shared CPUID decoding (and this CPU's CPUID
-//! reader) `cpuid.rs`; reads of the host's files `host.rs`; the process's CPU count
-//! from the cgroup files (pure parsers) `cpus.rs`; `plain.rs`
-//! has the parts of a platform without a process-wide barrier; `contract.rs` the types
-//! the platform files share with the layers above.
+//! At the top: the clock (`clock.rs`), reads of the host's files (`host.rs`), the
+//! counters of the `test-counters` feature (`counters.rs`), and the types the
+//! platform files share with the layers above (`contract.rs`).
 
 mod contract;
 pub(crate) use contract::{CpuidWaits, ShimWake};
@@ -35,6 +32,7 @@ pub(crate) use contract::{CpuidWaits, ShimWake};
 pub(crate) mod clock;
 // The cgroup and CPU-list parsers; only the Linux platform reads those files.
 #[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
+#[path = "os/cpus.rs"]
 mod cpus;
 pub(crate) mod host;
 // The loom model counts nothing.
@@ -43,19 +41,20 @@ pub(crate) mod counters;
 // Each platform takes the parts it lacks (Windows has a barrier of its own, the loom
 // model a queue, Linux only the queue): the rest go unused.
 #[allow(dead_code)]
+#[path = "os/plain.rs"]
 mod plain;
 
 #[cfg(all(target_os = "linux", not(loom)))]
-#[path = "linux.rs"]
+#[path = "os/linux.rs"]
 mod platform;
 #[cfg(all(windows, not(loom)))]
-#[path = "windows.rs"]
+#[path = "os/windows.rs"]
 mod platform;
 #[cfg(all(target_os = "macos", not(loom)))]
-#[path = "macos.rs"]
+#[path = "os/macos.rs"]
 mod platform;
 #[cfg(all(target_os = "freebsd", not(loom)))]
-#[path = "freebsd.rs"]
+#[path = "os/freebsd.rs"]
 mod platform;
 #[cfg(not(any(
     target_os = "linux",
@@ -64,34 +63,37 @@ mod platform;
     target_os = "freebsd",
     loom
 )))]
-#[path = "parking.rs"]
+#[path = "os/table.rs"]
 mod platform;
 #[cfg(loom)]
-#[path = "loom.rs"]
+#[path = "os/loom.rs"]
 mod platform;
 
 // The fallback table runs its unit tests on Linux too, where they can be executed;
 // there it is not the platform, so the items it provides as one go unused.
 #[cfg(all(test, target_os = "linux", not(loom)))]
 #[allow(dead_code, unused_imports)]
-mod parking;
+#[path = "os/table.rs"]
+mod table;
 
 #[cfg(target_arch = "x86_64")]
+#[path = "x86/cpuid.rs"]
 pub(crate) mod cpuid;
 #[cfg(all(target_arch = "x86_64", not(loom)))]
+#[path = "x86/tsc.rs"]
 pub(crate) mod tsc;
 #[cfg(all(target_arch = "x86_64", not(loom)))]
-#[path = "x86_64.rs"]
+#[path = "x86/x86_64.rs"]
 pub(crate) mod x86;
 #[cfg(not(all(target_arch = "x86_64", not(loom))))]
-#[path = "no_x86.rs"]
+#[path = "x86/none.rs"]
 pub(crate) mod x86;
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
-#[path = "dev_mwait.rs"]
+#[path = "x86/dev_mwait.rs"]
 pub(crate) mod dev_mwait;
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(loom))))]
-#[path = "no_dev_mwait.rs"]
+#[path = "x86/no_dev_mwait.rs"]
 pub(crate) mod dev_mwait;
 
 #[cfg(not(loom))]
@@ -171,7 +173,8 @@ pub(crate) mod park {
 
     pub(crate) use super::contract::Parked;
     pub(crate) use super::platform::{
-        begin_light_store, end_light_store, light_fence, prepare, wait, waiter_barrier, wake, Queue,
+        begin_light_store, end_light_store, fork_generation, light_fence, prepare, wait,
+        waiter_barrier, wake, Queue,
     };
 
     /// `wake`'s `n` for "every sleeper".

@@ -1,6 +1,7 @@
-//! Helpers shared by `conformance.rs` and `soundness.rs`: counting wakers, a waker
-//! with hooks on clone and drop, a watchdog that turns a hang into a failure, and
-//! re-running one test of the current binary in a child process.
+//! Helpers shared by the integration tests: counting wakers, a waker with hooks on
+//! clone and drop, a watchdog that turns a hang into a failure, re-running one test
+//! of the current binary in a child process (`conformance.rs`, `soundness.rs`), and
+//! the loom model's runner (`loom.rs`, `loom_async.rs`).
 
 // Each test file uses its own subset of these helpers.
 #![allow(dead_code)]
@@ -199,4 +200,16 @@ pub fn run_child(name: &str) -> ChildOutcome {
         String::from_utf8_lossy(&out.stderr)
     );
     ChildOutcome { status, output }
+}
+
+/// `loom::model` with a preemption bound of 3 unless `LOOM_MAX_PREEMPTIONS` says
+/// otherwise: three preemptions cover every two-sided race here, and unbounded the
+/// two-waiter models run for hours.
+#[cfg(loom)]
+pub fn model<F: Fn() + Sync + Send + 'static>(f: F) {
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(3);
+    }
+    b.check(f);
 }

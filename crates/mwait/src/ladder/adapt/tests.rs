@@ -82,10 +82,12 @@ fn successes_restore_spinning() {
 
 #[test]
 fn a_wake_is_remembered_once() {
-    assert!(!take_woke());
-    note_woke();
-    assert!(take_woke());
-    assert!(!take_woke(), "taken once");
+    assert_eq!(take_woke(), Woke::Nobody);
+    note_woke(Woke::Partner);
+    assert_eq!(take_woke(), Woke::Partner);
+    assert_eq!(take_woke(), Woke::Nobody, "taken once");
+    note_woke(Woke::Beside(3));
+    assert_eq!(take_woke(), Woke::Beside(3));
 }
 
 #[test]

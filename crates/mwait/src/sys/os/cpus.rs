@@ -365,4 +365,5 @@ fn tightest_quota(
 }
 
 #[cfg(test)]
+#[path = "cpus/tests.rs"]
 mod tests;

@@ -3,7 +3,7 @@
 use super::contract::Parked;
 use super::counters::{self, Counter};
 use crate::primitive::AtomicU32;
-use std::sync::atomic::{fence, AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32 as AtomicU32Std, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 /// Nothing to keep beside the word: the kernel keys futex sleepers by address.
@@ -254,9 +254,35 @@ fn registered() -> bool {
     })
 }
 
+/// How many `fork()`s lie between the process that first parked through mwait and
+/// this one: 0 there, one more in each child (a `pthread_atfork` child handler,
+/// installed by the first call). See "Counts left by a fork" in `protocol.rs`.
+pub(crate) fn fork_generation() -> u32 {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    // Miri cannot fork: the handler is not installed there.
+    INSTALLED.get_or_init(|| {
+        if cfg!(miri) {
+            return;
+        }
+        extern "C" fn in_the_child() {
+            FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: the handler is a plain function for the whole life of the process;
+        // it only increments an atomic, which is async-signal-safe, as a child
+        // handler of a multi-threaded parent must be.
+        let r = unsafe { libc::pthread_atfork(None, None, Some(in_the_child)) };
+        debug_assert_eq!(r, 0, "pthread_atfork failed");
+    });
+    FORK_GENERATION.load(Ordering::Relaxed)
+}
+
+/// See [`fork_generation`].
+static FORK_GENERATION: AtomicU32Std = AtomicU32Std::new(0);
+
 /// Settles the one-time `membarrier` registration (see [`super::park`]).
 pub(crate) fn prepare() {
     registered();
+    fork_generation();
 }
 
 /// Whether the asymmetric barrier is wanted: `MWAIT_MEMBARRIER=0` turns it off (then
@@ -374,14 +400,24 @@ impl ThreadCpus {
             // SAFETY: `cpu` is below CPU_SETSIZE, the set's capacity.
             unsafe { libc::CPU_CLR(cpu, &mut set) };
         }
-        // SAFETY: CPU_COUNT only reads the set.
-        if unsafe { libc::CPU_COUNT(&set) } == 0 {
-            return false;
-        }
-        let n = core::mem::size_of::<libc::cpu_set_t>();
-        // SAFETY: `set` is a valid cpu_set_t of `n` bytes; pid 0 is this thread.
-        unsafe { libc::sched_setaffinity(0, n, &set) == 0 }
+        set_affinity(&set)
     }
+
+    /// Gives the calling thread these CPUs again; false if the kernel refused.
+    pub(crate) fn apply(&self) -> bool {
+        set_affinity(&self.0)
+    }
+}
+
+/// Restricts the calling thread to `set`; false when it is empty or the kernel refused.
+fn set_affinity(set: &libc::cpu_set_t) -> bool {
+    // SAFETY: CPU_COUNT only reads the set.
+    if unsafe { libc::CPU_COUNT(set) } == 0 {
+        return false;
+    }
+    let n = core::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: `set` is a valid cpu_set_t of `n` bytes; pid 0 is this thread.
+    unsafe { libc::sched_setaffinity(0, n, set) == 0 }
 }
 
 /// Failures that the crate's unit tests inject into this thread's futex waits, to

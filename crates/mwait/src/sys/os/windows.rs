@@ -32,7 +32,8 @@ use windows_sys::Win32::System::Threading::{
 // Windows tells nothing the ladder reads about CPUs or load here, and there is
 // nothing to keep beside the word: Windows keys its waiters by address.
 pub(crate) use super::plain::{
-    current_cpu, end_light_store, light_fence, running_threads, usable_cpus, Queue, ThreadCpus,
+    current_cpu, end_light_store, fork_generation, light_fence, running_threads, usable_cpus,
+    Queue, ThreadCpus,
 };
 
 /// The longest one `WaitOnAddress` may sleep on a process-shared cell, since a

@@ -8,7 +8,9 @@ use crate::primitive::{AtomicU32, Ordering};
 use loom::sync::atomic::fence;
 
 // The model machine has no CPUs to tell apart and is never oversubscribed.
-pub(crate) use super::plain::{current_cpu, running_threads, usable_cpus, ThreadCpus};
+pub(crate) use super::plain::{
+    current_cpu, fork_generation, running_threads, usable_cpus, ThreadCpus,
+};
 
 /// The model's `membarrier(PRIVATE_EXPEDITED)`.
 ///

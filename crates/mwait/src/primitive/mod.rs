@@ -1,0 +1,17 @@
+//! The synchronization primitives the protocol uses, in two whole worlds (the
+//! crossbeam-utils and tokio pattern): `std.rs`, the real build's atomics, mutex,
+//! spin hint and constants, and `loom.rs`, loom's, so that the model checker sees
+//! every access. Each world provides the same items; nothing else in the crate
+//! names loom.
+
+#[cfg(not(loom))]
+#[path = "std.rs"]
+mod world;
+#[cfg(loom)]
+#[path = "loom.rs"]
+mod world;
+
+pub(crate) use world::{
+    compiler_fence, const_fn_unless_loom, fence, loom_sc_fence, spin_hint, yield_now, AtomicU32,
+    Mutex, Ordering, FENCED_IDLE_NOTIFIES, SPIN_ROUND_LOADS_CAP,
+};

@@ -1,0 +1,150 @@
+//! The park half's announcement is withdrawn however a park ends: a panic of the
+//! predicate, or a futex wait that fails (an injected failure).
+
+use super::*;
+use crate::sys::inject;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+fn cell() -> (MonitorLine, Sleepers) {
+    (MonitorLine::new(0, false), Sleepers::new(false))
+}
+
+struct Quiet;
+impl OnWake for Quiet {
+    fn parked_woken(&self) {}
+}
+
+#[test]
+fn the_state_word_starts_the_line_after_the_value() {
+    assert_eq!(std::mem::offset_of!(MonitorLine, value), 0);
+    assert_eq!(std::mem::offset_of!(MonitorLine, state), 64);
+}
+
+#[test]
+fn idle_notifies_clear_fenced_only_after_a_whole_run() {
+    let (line, s) = cell();
+    line.state.store(FENCED, Ordering::Relaxed);
+    for n in 1..FENCED_IDLE_NOTIFIES {
+        line.store(&s, n, &Quiet);
+        assert_eq!(line.state.load(Ordering::Relaxed), FENCED | (n * IDLE_ONE));
+    }
+    line.store(&s, 0, &Quiet);
+    assert_eq!(
+        line.state.load(Ordering::Relaxed),
+        0,
+        "the last of the run clears"
+    );
+    line.store(&s, 1, &Quiet);
+    assert_eq!(
+        line.state.load(Ordering::Relaxed),
+        0,
+        "the light path counts nothing"
+    );
+}
+
+#[test]
+fn a_wake_of_a_parked_waiter_ends_the_run_of_idle_notifies() {
+    let (line, s) = cell();
+    // One waiter counted (nobody sleeps in the queue: the wake finds nobody).
+    line.state
+        .store(FENCED | (7 * IDLE_ONE) | 1, Ordering::Relaxed);
+    line.store(&s, 1, &Quiet);
+    assert_eq!(line.state.load(Ordering::Relaxed), FENCED | 1);
+}
+
+#[test]
+fn a_shared_or_armed_cell_counts_no_idle_notifies() {
+    let (line, s) = cell();
+    line.state
+        .store(FENCED | ASYNC_REGISTERED, Ordering::Relaxed);
+    line.notify(&s, park::ALL, &Quiet);
+    assert_eq!(line.state.load(Ordering::Relaxed) & IDLE_MASK, 0);
+    let shared = MonitorLine::new(0, true);
+    let s = Sleepers::new(true);
+    shared.store(&s, 1, &Quiet);
+    assert_eq!(shared.state.load(Ordering::Relaxed), SHARED_SLOW);
+}
+
+#[test]
+fn a_panicking_predicate_withdraws_the_announcement() {
+    let (line, s) = cell();
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        line.park(&s, &mut |_| panic!("the predicate panics"), None)
+    }));
+    assert!(r.is_err());
+    assert_eq!(line.parked(), 0);
+}
+
+#[test]
+fn a_failing_futex_wait_withdraws_the_announcement() {
+    let (line, s) = cell();
+    inject::set_futex_wait_errno(Some(libc::ENOSYS));
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        line.park(&s, &mut |_| false, Some(crate::sys::clock::now_ns()))
+    }));
+    inject::set_futex_wait_errno(None);
+    assert!(matches!(r, Ok(Err(_))), "the park returns, without panic");
+    assert_eq!(line.parked(), 0);
+}
+
+/// A tag that is not this process's: the count of a parent of `fork()` as the child
+/// sees it.
+fn other_tag(s: &Sleepers) -> u32 {
+    epoch_tag(s) ^ (1 << EPOCH_SHIFT)
+}
+
+#[test]
+fn a_notify_removes_a_count_left_by_a_fork_and_fenced_clears_again() {
+    let (line, s) = cell();
+    line.state
+        .store(FENCED | other_tag(&s) | 3, Ordering::Relaxed);
+    line.store(&s, 1, &Quiet);
+    assert_eq!(
+        line.parked(),
+        0,
+        "the parent's three waiters do not run here"
+    );
+    for n in 2..=FENCED_IDLE_NOTIFIES + 1 {
+        line.store(&s, n, &Quiet);
+    }
+    assert_eq!(
+        line.state.load(Ordering::Relaxed),
+        0,
+        "a run of idle notifies clears FENCED, as in the parent"
+    );
+}
+
+#[test]
+fn a_park_replaces_a_count_left_by_a_fork_by_its_own() {
+    let (line, s) = cell();
+    line.state.store(other_tag(&s) | 5, Ordering::Relaxed);
+    let mut seen = 0;
+    let r = line.park(
+        &s,
+        &mut |_| {
+            seen = line.state.load(Ordering::Relaxed);
+            true
+        },
+        None,
+    );
+    assert_eq!(r, Ok(0));
+    assert_eq!(seen & PARKED_MASK, 1, "counted alone while it parks");
+    assert_eq!(seen & EPOCH_MASK, epoch_tag(&s));
+    assert_eq!(
+        line.state.load(Ordering::Relaxed),
+        FENCED,
+        "no count, no tag after"
+    );
+}
+
+#[test]
+fn a_count_of_this_process_is_kept_and_the_tag_goes_with_the_last_waiter() {
+    let s = Sleepers::new(false);
+    let tag = epoch_tag(&s);
+    assert_eq!(announced(0, tag), tag | 1);
+    assert_eq!(announced(tag | 1, tag), tag | 2);
+    assert_eq!(withdrawn(tag | 2), tag | 1);
+    assert_eq!(withdrawn(FENCED | tag | 1), FENCED);
+    // A process-shared cell's counts carry no tag.
+    assert_eq!(epoch_tag(&Sleepers::new(true)), 0);
+}
