@@ -7,6 +7,7 @@
 //! one run, so only ratios within a run are quoted.
 
 pub mod atomic;
+pub mod clients;
 pub mod cold;
 pub mod impls;
 pub mod scale;

@@ -5,12 +5,14 @@
 //! needs (rustup targets, Debian packages) and says what it installs.
 
 mod bench;
+mod clients;
 mod codegen;
 mod dkms;
 mod hwreport;
 mod hwtest;
 mod miri;
 mod ports;
+mod rayon_bench;
 mod test;
 mod util;
 mod vm;
@@ -24,6 +26,11 @@ commands:
   test            everything CI runs: fmt, clippy, generated bindings, tests,
                   doctests, loom, docs, other targets, packaging, hardware-tier
                   suites, DKMS, VM tests, checkpatch
+  clients [NAME...]
+                  other crates' own test suites (parking, event-listener,
+                  async-channel, async-lock, async-executor, futures-lite,
+                  async-io, rayon-core), stock and on mwait, from their
+                  published sources; fails when one passes stock only
   miri            the unit and integration tests that Miri can run today, under
                   Miri (installs nightly miri and rust-src when missing)
   stress [N] [--rounds R]
@@ -60,6 +67,7 @@ fn main() -> ExitCode {
     };
     let result = match cmd {
         "test" => test::run(rest),
+        "clients" => clients::run(rest),
         "miri" => miri::run(rest),
         "stress" => test::stress(rest),
         "bench" => bench::run(rest),

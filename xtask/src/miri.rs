@@ -76,6 +76,20 @@ const SUITES: &[Suite] = &[
         ]),
     },
     Suite {
+        target: &["--test", "parker"],
+        // The 200 ms CPU-time tests and the long ping-pong and race loops stay out:
+        // Miri has no thread CPU clock of its own and runs them for minutes.
+        select: Select::Only(&[
+            "a_token_set_before_the_park_is_taken_at_once",
+            "unparks_before_a_park_leave_one_token",
+            "an_unpark_from_another_thread_ends_a_park",
+            "unparkers_name_their_parker",
+            "a_waker_unparks",
+            "block_on_runs_a_future_woken_by_another_thread",
+            "nested_block_on_uses_a_parker_of_its_own",
+        ]),
+    },
+    Suite {
         target: &["--test", "conformance"],
         select: Select::Only(&[
             "event_listener_drop_notified",

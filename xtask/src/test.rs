@@ -49,6 +49,31 @@ fn style_and_bindings() -> Res {
             .env("CARGO_TARGET_DIR", project_root().join("target/codegen")),
     )?;
 
+    // The drop-ins are packages of their own too (outside the workspace); their
+    // tests are the originals' suites, which `cargo xtask clients` runs.
+    step("the drop-ins under integrations/: format check, clippy and docs");
+    let target_dir = project_root().join("target/integrations");
+    for drop_in in ["parking", "atomic-wait"] {
+        let path = format!("integrations/{drop_in}/Cargo.toml");
+        let manifest = ["--manifest-path", path.as_str()];
+        util::run(cargo().arg("fmt").args(manifest).arg("--check"))?;
+        util::run(
+            cargo()
+                .arg("clippy")
+                .args(manifest)
+                .args(["--all-targets", "--", "-D", "warnings"])
+                .env("CARGO_TARGET_DIR", &target_dir),
+        )?;
+        util::run(
+            cargo()
+                .arg("doc")
+                .args(manifest)
+                .arg("--no-deps")
+                .env("CARGO_TARGET_DIR", &target_dir)
+                .env("RUSTDOCFLAGS", "-D warnings"),
+        )?;
+    }
+
     // The drift check is this step, not a #[test]: it needs libclang, which this
     // step installs, and `cargo test --workspace` must pass on a machine without
     // it. A stale bindings.rs fails here and reads as such in the log.
@@ -66,7 +91,7 @@ fn tests() -> Res {
     step("tests with the futex-wake counter (no syscall on an uncontended notify)");
     util::run(cargo().args(["test", "-p", "mwait", "--features", "test-counters"]))?;
 
-    step("loom model of the wait/notify protocol, the async registry and the waiter table");
+    step("loom model of the wait/notify protocol, of the async registry, of the parker and of the waiter table");
     util::run(
         cargo()
             .args([
@@ -80,6 +105,8 @@ fn tests() -> Res {
                 "loom_async",
                 "--test",
                 "loom_atomic",
+                "--test",
+                "loom_parker",
             ])
             .env("RUSTFLAGS", "--cfg loom")
             // Three preemptions per execution cover every two-sided race of the
@@ -88,6 +115,11 @@ fn tests() -> Res {
             .env("LOOM_MAX_PREEMPTIONS", "3")
             .env("CARGO_TARGET_DIR", util::project_root().join("target/loom")),
     )?;
+
+    // About 8 minutes on the 2-vCPU guest with an empty target/clients (both
+    // sides' builds of every suite), less when the builds are reused.
+    step("clients: other crates' test suites, stock and on mwait");
+    crate::clients::run(&[])?;
 
     // 119 tests, about two minutes on two CPUs (plus the nightly components'
     // installation on a fresh machine, which `cargo xtask miri` does when they are

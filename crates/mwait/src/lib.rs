@@ -27,6 +27,15 @@
 //! waiters queue in a fixed 32 KiB table, so a word costs no memory and a wake of a
 //! word nobody waits on costs one load.
 //!
+//! # Parking threads
+//!
+//! [`Parker`] and [`Unparker`] are a thread parker on one cell (a token that
+//! `unpark` sets and `park` waits for and takes), for executors whose idle workers
+//! should spin or monitor-wait through a short gap and sleep through a long one;
+//! [`block_on`] runs a future on one, and an [`Unparker`] converts into a
+//! [`Waker`](std::task::Waker). An unpark of a parker that is awake makes no system
+//! call.
+//!
 //! # The tier ladder
 //!
 //! A wait climbs at most three tiers, each bounded in time by the [`WaitPolicy`]:
@@ -141,6 +150,7 @@ mod cell;
 mod detect;
 mod future;
 mod ladder;
+mod parker;
 mod policy;
 mod primitive;
 mod protocol;
@@ -155,6 +165,7 @@ pub use detect::Capabilities;
 pub use future::{WaitUntil, WaitUntilTimer};
 pub use ladder::stats::{stats, ProcessStats, WaitStats};
 pub use ladder::WaitResult;
+pub use parker::{block_on, Parker, Unparker};
 pub use policy::{prepare, WaitPolicy};
 pub use select::{selection, try_selection, Selection};
 

@@ -188,3 +188,54 @@ fn a_wake_of_an_unwaited_word_makes_no_call_though_its_bucket_has_a_parked_waite
     atomic::wake_all(parked);
     assert_eq!(futex_wake_calls(), before);
 }
+/// An unpark while the parker is awake is the cell's exchange and one load: no
+/// system call, however many, whether the token is taken between them or not.
+#[test]
+fn unparking_an_awake_parker_makes_no_wake_call() {
+    let _g = SERIAL.lock().unwrap();
+    let p = mwait::Parker::new();
+    let u = p.unparker();
+    let waker = std::task::Waker::from(p.unparker());
+    let before = futex_wake_calls();
+    thread::scope(|s| {
+        s.spawn(|| {
+            for _ in 0..10_000 {
+                u.unpark();
+                waker.wake_by_ref();
+            }
+        });
+        // The parker's thread is awake, taking tokens that are there.
+        for _ in 0..10_000 {
+            let _ = p.park_timeout(Duration::ZERO);
+        }
+    });
+    for _ in 0..10_000 {
+        u.unpark();
+        p.park();
+    }
+    assert_eq!(futex_wake_calls(), before);
+}
+
+/// A parker asleep in the kernel costs its unparker one wake call.
+#[test]
+fn unparking_a_parked_parker_makes_one_wake_call() {
+    let _g = SERIAL.lock().unwrap();
+    let p = mwait::Parker::new();
+    let u = p.unparker();
+    let parked = std::sync::atomic::AtomicBool::new(false);
+    thread::scope(|s| {
+        let parked = &parked;
+        let w = s.spawn(move || {
+            parked.store(true, std::sync::atomic::Ordering::Release);
+            p.park();
+        });
+        assert!(poll_until(SETTLE_LIMIT, || parked
+            .load(std::sync::atomic::Ordering::Acquire)));
+        // Long enough for the spin and hardware tiers to end: the park sleeps.
+        thread::sleep(Duration::from_millis(50));
+        let before = futex_wake_calls();
+        u.unpark();
+        w.join().unwrap();
+        assert_eq!(futex_wake_calls(), before + 1);
+    });
+}

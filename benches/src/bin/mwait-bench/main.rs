@@ -24,6 +24,7 @@ use mwait_benches::impls;
 use std::time::Duration;
 
 mod atomic;
+mod clients;
 mod cold;
 mod interference;
 mod judge;
@@ -43,7 +44,7 @@ type Section = fn(&mut Out, &Ctx);
 
 /// The report's sections in the report's order, each under the name `--only`
 /// takes (a section that `--only` leaves out still lists its targets as not run).
-const SECTIONS: [(&str, Section); 11] = [
+const SECTIONS: [(&str, Section); 12] = [
     ("pingpong", latency::pingpong),
     ("same_cpu", latency::same_cpu),
     ("notify", latency::notify),
@@ -55,6 +56,7 @@ const SECTIONS: [(&str, Section); 11] = [
     ("scale", scale::run),
     ("latency_cpu", tradeoff::run),
     ("async", latency::async_pingpong),
+    ("clients", clients::run),
 ];
 
 /// The hidden argument of the child that lists the usable WaitCell tiers.

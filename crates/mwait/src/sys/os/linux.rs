@@ -325,9 +325,32 @@ pub(crate) fn current_cpu() -> u32 {
 /// `/proc/loadavg`, `running/total`; the reading thread counts itself); `None` when
 /// unreadable.
 pub(crate) fn running_threads() -> Option<usize> {
-    let s = super::host::read("/proc/loadavg")?;
+    let mut buf = [0u8; LOADAVG_BYTES];
+    let s = read_loadavg(&mut buf)?;
     let field = s.split_whitespace().nth(3)?;
     field.split('/').next()?.parse::<usize>().ok()
+}
+
+/// Room for `/proc/loadavg`: five fields of at most about 20 characters each.
+const LOADAVG_BYTES: usize = 128;
+
+/// `/proc/loadavg` into `buf`. The file stays open after the first reading (one
+/// descriptor per process, close-on-exec) and each reading is one `pread` at offset
+/// 0, which has procfs write the text afresh: a sparse wait's reading comes after an
+/// idle spell, when the path lookup, open and close of a fresh read would cost it
+/// over ten times the `pread` (`docs/default-policy.md`, "The load reading").
+/// Under Miri, which refuses host files, there is no reading.
+fn read_loadavg(buf: &mut [u8]) -> Option<&str> {
+    use std::os::unix::fs::FileExt;
+    static LOADAVG: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    if cfg!(miri) {
+        return None;
+    }
+    let file = LOADAVG
+        .get_or_init(|| std::fs::File::open("/proc/loadavg").ok())
+        .as_ref()?;
+    let n = file.read_at(buf, 0).ok()?;
+    std::str::from_utf8(&buf[..n]).ok()
 }
 
 /// How many CPUs this process may use: the online CPUs within its cgroup's cpuset, at
@@ -427,6 +450,24 @@ pub(crate) mod inject {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The kept descriptor reads the file afresh each time: the same text as a
+    /// fresh open's, field for field (the load averages and the count of threads
+    /// move between two readings, the fields stay).
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri refuses host files")]
+    fn the_kept_loadavg_reads_what_a_fresh_open_reads() {
+        for _ in 0..3 {
+            let mut buf = [0u8; LOADAVG_BYTES];
+            let kept = read_loadavg(&mut buf).expect("/proc/loadavg is readable");
+            let fresh = std::fs::read_to_string("/proc/loadavg").unwrap();
+            assert_eq!(
+                kept.split_whitespace().count(),
+                fresh.split_whitespace().count()
+            );
+            assert!(running_threads().is_some_and(|n| n >= 1));
+        }
+    }
 
     #[test]
     fn a_far_deadline_gives_a_non_negative_tv_sec() {

@@ -1,0 +1,302 @@
+//! The clients' scenarios: executors that park their threads through a `block_on`,
+//! stock (futures-lite's `block_on`, on the `parking` crate's `Mutex` + `Condvar`)
+//! against `mwait::block_on` (on `mwait::Parker`), in one process, so that each
+//! round compares the two on the same placement of the vCPUs.
+//!
+//! - [`block_on_pingpong`]: two threads, each in a `block_on`, hand a value back
+//!   and forth through two `async_channel::bounded(1)` channels;
+//! - [`idle_block_on_cpu`]: the CPU time of a `block_on` that waits 200 ms for
+//!   another thread, on a thread that has run `block_on` before and on a new one;
+//! - [`executor`]: an `async_executor::Executor` run by two worker threads, each in
+//!   a `block_on`, timing three workloads shaped like async-executor's own benches
+//!   (`spawn_one`, `yield_now`, `channels`);
+//! - [`ParkerSignal`]: `mwait::Parker` as a [`Signal`], for the raw
+//!   parker ping-pong.
+
+use crate::Signal;
+use mwait_support::{pin_to_cpu, thread_cpu_time, unpin};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// A boxed future that a [`BlockOn`] runs.
+pub type Task<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// A way to run a future to completion on the calling thread.
+pub type BlockOn = fn(Task<'_>);
+
+/// futures-lite's `block_on`: a `parking::Parker` (`Mutex` + `Condvar`) per thread.
+pub fn stock_block_on(f: Task<'_>) {
+    futures_lite::future::block_on(f)
+}
+
+/// `mwait::block_on`: an `mwait::Parker` per thread.
+pub fn mwait_block_on(f: Task<'_>) {
+    mwait::block_on(f)
+}
+
+/// The two sides the clients' scenarios compare, in report order.
+pub const SIDES: [(&str, BlockOn); 2] = [("stock", stock_block_on), ("mwait", mwait_block_on)];
+
+/// Round trips per sample of [`block_on_pingpong`]: one pair of clock readings per
+/// batch, as in the other ping-pongs (`ROUND_TRIP_BATCH`).
+const BATCH: u32 = crate::ROUND_TRIP_BATCH;
+
+/// Round trips each side runs before it is timed.
+const WARMUP: u32 = 200;
+
+/// Round-trip samples (ns, each the mean of a batch) of a ping-pong between this
+/// thread and a partner through two bounded(1) channels, both threads inside
+/// `block_on`, for `budget`; the threads on CPUs 0 and 1.
+pub fn block_on_pingpong(block_on: BlockOn, budget: Duration) -> Vec<u64> {
+    let (ping_tx, ping_rx) = async_channel::bounded::<u32>(1);
+    let (pong_tx, pong_rx) = async_channel::bounded::<u32>(1);
+    let partner = thread::spawn(move || {
+        pin_to_cpu(1);
+        block_on(Box::pin(async move {
+            while let Ok(v) = ping_rx.recv().await {
+                if pong_tx.send(v).await.is_err() {
+                    return;
+                }
+            }
+        }));
+    });
+    pin_to_cpu(0);
+    let mut samples = Vec::new();
+    block_on(Box::pin(async {
+        for _ in 0..WARMUP {
+            ping_tx.send(0).await.expect("the partner runs");
+            pong_rx.recv().await.expect("the partner runs");
+        }
+        let end = Instant::now() + budget;
+        while Instant::now() < end {
+            let t0 = Instant::now();
+            for _ in 0..BATCH {
+                ping_tx.send(0).await.expect("the partner runs");
+                pong_rx.recv().await.expect("the partner runs");
+            }
+            samples.push(mwait_support::duration_ns(t0.elapsed()) / u64::from(BATCH));
+        }
+    }));
+    ping_tx.close();
+    partner.join().expect("the partner thread");
+    unpin();
+    samples
+}
+
+/// How long the idle `block_on` of [`idle_block_on_cpu`] waits.
+pub const IDLE_WAIT: Duration = Duration::from_millis(200);
+
+/// The CPU time (ns) of one `block_on` that waits [`IDLE_WAIT`] for a value another
+/// thread sends, on a thread that has run `block_on` and waited before (`fresh`
+/// false: it ran one short wait first) or on a new thread whose first `block_on`
+/// this is (`fresh` true).
+pub fn idle_block_on_cpu(block_on: BlockOn, fresh: bool) -> u64 {
+    let measure = move || {
+        let (tx, rx) = async_channel::bounded::<()>(1);
+        if !fresh {
+            let (warm_tx, warm_rx) = async_channel::bounded::<()>(1);
+            let t = thread::spawn(move || {
+                thread::sleep(Duration::from_millis(1));
+                warm_tx.send_blocking(()).expect("the waiter runs");
+            });
+            block_on(Box::pin(async move {
+                warm_rx.recv().await.expect("the sender runs");
+            }));
+            t.join().expect("the sender thread");
+        }
+        let sender = thread::spawn(move || {
+            thread::sleep(IDLE_WAIT);
+            tx.send_blocking(()).expect("the waiter runs");
+        });
+        let cpu0 = thread_cpu_time();
+        block_on(Box::pin(async move {
+            rx.recv().await.expect("the sender runs");
+        }));
+        let cpu = thread_cpu_time() - cpu0;
+        sender.join().expect("the sender thread");
+        mwait_support::duration_ns(cpu)
+    };
+    thread::spawn(measure).join().expect("the measuring thread")
+}
+
+/// The workloads of [`executor`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// Spawn one empty task from outside the executor and wait for it.
+    SpawnOne,
+    /// [`YIELD_TASKS`] tasks that each yield [`YIELDS`] times.
+    YieldNow,
+    /// A chain of [`CHAIN_TASKS`] tasks linked by bounded(1) channels; a value
+    /// passes down the chain [`CHAIN_MESSAGES`] times (a serial chain of wake-ups
+    /// that hops between the workers).
+    Channels,
+}
+
+/// Tasks of [`Workload::YieldNow`].
+pub const YIELD_TASKS: usize = 64;
+/// Yields per task of [`Workload::YieldNow`].
+pub const YIELDS: usize = 50;
+/// Tasks of [`Workload::Channels`].
+pub const CHAIN_TASKS: usize = 64;
+/// Messages of [`Workload::Channels`].
+pub const CHAIN_MESSAGES: usize = 20;
+
+impl Workload {
+    /// Every workload, in report order.
+    pub const ALL: [Workload; 3] = [Workload::SpawnOne, Workload::YieldNow, Workload::Channels];
+
+    /// Its name in the report (async-executor's bench it is shaped like).
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::SpawnOne => "spawn_one",
+            Workload::YieldNow => "yield_now",
+            Workload::Channels => "channels",
+        }
+    }
+}
+
+/// The executor's worker threads.
+pub const WORKERS: usize = 2;
+
+/// Runs `workload` on an executor driven by [`WORKERS`] threads, each in
+/// `block_on(ex.run(..))`, for `budget`; this thread drives each iteration with
+/// `block_on` too. Returns the samples: ns per iteration.
+pub fn executor(block_on: BlockOn, workload: Workload, budget: Duration) -> Vec<u64> {
+    let ex = async_executor::Executor::new();
+    let (stop_tx, stop_rx) = async_channel::bounded::<()>(1);
+    let mut samples = Vec::new();
+    thread::scope(|s| {
+        for _ in 0..WORKERS {
+            let (ex, stop_rx) = (&ex, stop_rx.clone());
+            s.spawn(move || {
+                block_on(Box::pin(async move {
+                    let _ = ex.run(stop_rx.recv()).await;
+                }))
+            });
+        }
+        let once = |ex: &async_executor::Executor<'_>| match workload {
+            Workload::SpawnOne => block_on(Box::pin(ex.spawn(async {}))),
+            Workload::YieldNow => block_on(Box::pin(async {
+                let tasks: Vec<_> = (0..YIELD_TASKS)
+                    .map(|_| {
+                        ex.spawn(async {
+                            for _ in 0..YIELDS {
+                                futures_lite::future::yield_now().await;
+                            }
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    t.await;
+                }
+            })),
+            Workload::Channels => block_on(Box::pin(chain(ex))),
+        };
+        for _ in 0..3 {
+            once(&ex);
+        }
+        let end = Instant::now() + budget;
+        while Instant::now() < end {
+            let t0 = Instant::now();
+            once(&ex);
+            samples.push(mwait_support::duration_ns(t0.elapsed()));
+        }
+        stop_tx.close();
+    });
+    samples
+}
+
+/// [`Workload::Channels`]: tasks linked head to tail by bounded(1) channels, each
+/// passing on what it receives; [`CHAIN_MESSAGES`] values go in at the head and
+/// come out at the tail.
+async fn chain(ex: &async_executor::Executor<'_>) {
+    let (head_tx, mut rx) = async_channel::bounded::<usize>(1);
+    let mut tasks = Vec::with_capacity(CHAIN_TASKS);
+    for _ in 0..CHAIN_TASKS {
+        let (tx, next_rx) = async_channel::bounded::<usize>(1);
+        let from = std::mem::replace(&mut rx, next_rx);
+        tasks.push(ex.spawn(async move {
+            while let Ok(v) = from.recv().await {
+                if tx.send(v).await.is_err() {
+                    return;
+                }
+            }
+        }));
+    }
+    for i in 0..CHAIN_MESSAGES {
+        head_tx.send(i).await.expect("the chain runs");
+        assert_eq!(rx.recv().await, Ok(i));
+    }
+    head_tx.close();
+    for t in tasks {
+        t.await;
+    }
+}
+
+/// `mwait::Parker` as a [`Signal`] for a ping-pong, where the token is the message:
+/// `set` is an unpark, `wait_ge` a park that returns the value asked for. That holds
+/// only where sets and waits strictly alternate, one set per wait, as in a
+/// ping-pong (`scenarios::PingPong`, its final release included): a second set
+/// before the park would merge into the first token. The parker sits behind a mutex
+/// that only its one waiter takes (a `Parker` is `Send`, not `Sync`).
+pub struct ParkerSignal {
+    parker: Mutex<mwait::Parker>,
+    unparker: mwait::Unparker,
+}
+
+impl Default for ParkerSignal {
+    fn default() -> Self {
+        let parker = mwait::Parker::new();
+        let unparker = parker.unparker();
+        ParkerSignal {
+            parker: Mutex::new(parker),
+            unparker,
+        }
+    }
+}
+
+impl Signal for ParkerSignal {
+    fn set(&self, _v: u32) {
+        self.unparker.unpark();
+    }
+
+    fn wait_ge(&self, v: u32) -> u32 {
+        self.parker.lock().expect("one waiter").park();
+        v
+    }
+}
+
+/// Makes a boxed [`ParkerSignal`] (an `impls::Make`).
+pub fn parker_signal() -> Box<dyn Signal> {
+    Box::new(ParkerSignal::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_side_ping_pongs_and_runs_every_workload() {
+        for (name, block_on) in SIDES {
+            let s = block_on_pingpong(block_on, Duration::from_millis(20));
+            assert!(!s.is_empty(), "{name}");
+            for w in Workload::ALL {
+                let s = executor(block_on, w, Duration::from_millis(20));
+                assert!(!s.is_empty(), "{name} {w:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_idle_block_on_is_measured_on_a_warm_and_a_fresh_thread() {
+        for (_, block_on) in SIDES {
+            for fresh in [false, true] {
+                let ns = idle_block_on_cpu(block_on, fresh);
+                assert!(ns < mwait_support::duration_ns(IDLE_WAIT), "{ns} ns");
+            }
+        }
+    }
+}

@@ -1,0 +1,533 @@
+//! `cargo xtask clients`: other people's test suites, run stock and on mwait.
+//!
+//! Each row of [`CLIENTS`] names a published crate at a pinned version and how its
+//! build is moved onto mwait. The published sources come through cargo (a scratch
+//! package that depends on every row, `cargo metadata` for where cargo unpacked
+//! them); each is copied twice under `target/clients/`, once as published and once
+//! moved onto mwait, and `cargo test` runs in both copies (lib, integration and doc
+//! tests), with the package's own `Cargo.lock` where it ships one. The two sides
+//! build in target directories of their own, shared by the rows, so that a
+//! dependency common to several suites is built once per side.
+//!
+//! A row is moved onto mwait in one of three ways ([`OnMwait`]): its dependency on a
+//! crate is replaced by a drop-in under `integrations/` (`[patch.crates-io]`), its
+//! own source is replaced by the drop-in's (for the drop-in's original, whose tests
+//! then run against the drop-in), or a patch kept under `integrations/` is applied
+//! to its source. Every mwait side must then have `mwait` in its `Cargo.lock`, or the
+//! run fails: cargo ignores a `[patch]` that matches nothing with only a warning.
+//!
+//! It prints `NAME: mwait N passed, N failed; stock N passed, N failed` per row and
+//! fails when a suite that passes stock does not pass on mwait.
+
+use crate::util::{capture, project_root, step, tail, Captured, Res};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// How a row's build is moved onto mwait.
+enum OnMwait {
+    /// `[patch.crates-io]`: each (crate, drop-in directory under the root).
+    PatchCratesIo(&'static [(&'static str, &'static str)]),
+    /// The drop-in (a directory under the root) replaces the row's `src/`, and the
+    /// drop-in's path dependencies (crate, directory under the root) are added: the
+    /// row's own tests then test it.
+    ReplaceSource {
+        drop_in: &'static str,
+        path_deps: &'static [(&'static str, &'static str)],
+    },
+    /// A unified diff (a file under the root) applied with `patch -p1` to the row's
+    /// source, and the path dependencies it needs.
+    ApplyPatch {
+        diff: &'static str,
+        path_deps: &'static [(&'static str, &'static str)],
+    },
+}
+
+/// One client crate: a published crate whose own test suite runs stock and on mwait.
+struct Client {
+    name: &'static str,
+    /// The exact published version, so that a run is repeatable and a patch applies.
+    version: &'static str,
+    on_mwait: OnMwait,
+}
+
+/// The mwait crate, as a path dependency.
+const MWAIT: (&str, &str) = ("mwait", "crates/mwait");
+
+/// The drop-in for the `parking` crate.
+const PARKING: (&str, &str) = ("parking", "integrations/parking");
+
+/// The crates whose suites run, in order. Another drop-in is one more row.
+const CLIENTS: &[Client] = &[
+    Client {
+        name: "parking",
+        version: "2.2.1",
+        on_mwait: OnMwait::ReplaceSource {
+            drop_in: "integrations/parking",
+            path_deps: &[MWAIT],
+        },
+    },
+    Client {
+        name: "atomic-wait",
+        version: "1.1.0",
+        on_mwait: OnMwait::ReplaceSource {
+            drop_in: "integrations/atomic-wait",
+            path_deps: &[MWAIT],
+        },
+    },
+    Client {
+        name: "event-listener",
+        version: "5.4.2",
+        on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
+    },
+    Client {
+        name: "async-channel",
+        version: "2.5.0",
+        on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
+    },
+    Client {
+        name: "async-lock",
+        version: "3.5.0",
+        on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
+    },
+    Client {
+        name: "async-executor",
+        version: "1.14.1",
+        on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
+    },
+    Client {
+        name: "futures-lite",
+        version: "2.6.1",
+        on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
+    },
+    Client {
+        name: "async-io",
+        version: "2.6.0",
+        on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
+    },
+    Client {
+        name: "rayon-core",
+        version: "1.13.0",
+        on_mwait: OnMwait::ApplyPatch {
+            diff: "integrations/rayon-core/sleep.patch",
+            path_deps: &[MWAIT],
+        },
+    },
+];
+
+/// How long one suite (its build included) may run before it counts as hung.
+const SUITE_LIMIT: Duration = Duration::from_secs(600);
+
+/// The two sides of a row.
+#[derive(Clone, Copy, PartialEq)]
+enum Side {
+    Stock,
+    Mwait,
+}
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Side::Stock => "stock",
+            Side::Mwait => "mwait",
+        }
+    }
+}
+
+/// What one suite did.
+struct Tally {
+    passed: u64,
+    failed: u64,
+    /// Whether `cargo test` exited 0 (a suite whose build failed, or that crashed or
+    /// hung, has failed even where no test reported a failure).
+    ok: bool,
+    status: String,
+}
+
+impl Tally {
+    /// Sums the `test result:` lines of every test binary and the doctests.
+    fn of(run: &Captured) -> Tally {
+        let (mut passed, mut failed) = (0, 0);
+        for line in run.stdout.lines().filter(|l| l.starts_with("test result:")) {
+            passed += count_before(line, " passed");
+            failed += count_before(line, " failed");
+        }
+        Tally {
+            passed,
+            failed,
+            ok: run.ok,
+            status: run.status.clone(),
+        }
+    }
+
+    fn passes(&self) -> bool {
+        self.ok && self.failed == 0
+    }
+
+    /// `N passed, N failed`, and the exit status where the suite did not pass
+    /// although no test reported a failure (a build failure, a crash, a hang).
+    fn describe(&self) -> String {
+        let mut s = format!("{} passed, {} failed", self.passed, self.failed);
+        if !self.ok && self.failed == 0 {
+            s.push_str(&format!(" ({})", self.status));
+        }
+        s
+    }
+}
+
+/// The number just before `what` in `line` (`"... 12 passed; ..."` -> 12).
+fn count_before(line: &str, what: &str) -> u64 {
+    line.find(what)
+        .and_then(|end| {
+            let head = &line[..end];
+            let start = head
+                .rfind(|c: char| !c.is_ascii_digit())
+                .map_or(0, |i| i + 1);
+            head[start..].parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// `cargo xtask clients [NAME...]`: every row, or the rows named.
+pub fn run(args: &[String]) -> Res {
+    let rows: Vec<&Client> = if args.is_empty() {
+        CLIENTS.iter().collect()
+    } else {
+        args.iter()
+            .map(|a| {
+                CLIENTS.iter().find(|c| c.name == a).ok_or_else(|| {
+                    let names: Vec<_> = CLIENTS.iter().map(|c| c.name).collect();
+                    format!("no client `{a}`; the clients: {}", names.join(", "))
+                })
+            })
+            .collect::<Res<_>>()?
+    };
+    let t0 = Instant::now();
+    let work = project_root().join("target/clients");
+    step("clients: the published sources, through cargo");
+    let sources = fetch(&work, &rows)?;
+    let mut lines = Vec::new();
+    let mut regressions = Vec::new();
+    for (client, source) in rows.iter().zip(&sources) {
+        let mut tallies = Vec::new();
+        for side in [Side::Stock, Side::Mwait] {
+            step(&format!(
+                "clients: {} {} {}",
+                client.name,
+                client.version,
+                side.name()
+            ));
+            let dir = work.join(side.name()).join(client.name);
+            prepare(client, source, &dir, side)?;
+            let run = test_suite(&dir, &work.join(format!("build-{}", side.name())));
+            let tally = Tally::of(&run);
+            println!(
+                "{} {}: {} in {:.0} s",
+                client.name,
+                side.name(),
+                tally.describe(),
+                run.secs
+            );
+            if !tally.passes() {
+                println!("{}\n{}", tail(&run.stdout, 30), tail(&run.stderr, 30));
+            }
+            if side == Side::Mwait {
+                check_on_mwait(client, &dir)?;
+            }
+            tallies.push(tally);
+        }
+        let (stock, mwait) = (&tallies[0], &tallies[1]);
+        let line = format!(
+            "{}: mwait {}; stock {}",
+            client.name,
+            mwait.describe(),
+            stock.describe()
+        );
+        println!("{line}");
+        if stock.passes() && !mwait.passes() {
+            regressions.push(client.name);
+        }
+        lines.push(line);
+    }
+    println!(
+        "\nclients ({:.0} s):\n{}",
+        t0.elapsed().as_secs_f64(),
+        lines.join("\n")
+    );
+    if regressions.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "suites that pass stock fail on mwait: {}",
+            regressions.join(", ")
+        ))
+    }
+}
+
+/// A copy of the row `name`'s published source for each side, stock then mwait,
+/// ready to build: (side's name, its directory, its target directory).
+pub fn prepared(name: &str) -> Res<Vec<(&'static str, PathBuf, PathBuf)>> {
+    let client = CLIENTS
+        .iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| format!("no client `{name}`"))?;
+    let work = project_root().join("target/clients");
+    let source = fetch(&work, &[client])?.remove(0);
+    [Side::Stock, Side::Mwait]
+        .into_iter()
+        .map(|side| {
+            let dir = work.join(side.name()).join(client.name);
+            prepare(client, &source, &dir, side)?;
+            Ok((
+                side.name(),
+                dir,
+                work.join(format!("build-{}", side.name())),
+            ))
+        })
+        .collect()
+}
+
+/// Has cargo download every row's published package; returns where it unpacked
+/// each (the directory of its `Cargo.toml`), in the rows' order.
+fn fetch(work: &Path, rows: &[&Client]) -> Res<Vec<PathBuf>> {
+    let scratch = work.join("fetch");
+    fs::create_dir_all(scratch.join("src")).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let mut manifest = String::from(
+        "[package]\nname = \"mwait-clients-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\
+         publish = false\n\n[workspace]\n\n[dependencies]\n",
+    );
+    for c in rows {
+        manifest.push_str(&format!("{} = \"={}\"\n", c.name, c.version));
+    }
+    write(&scratch.join("Cargo.toml"), &manifest)?;
+    write(&scratch.join("src/lib.rs"), "")?;
+    // `cargo metadata` downloads every package it resolves, and says where each is.
+    let meta = crate::util::output(
+        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .current_dir(&scratch)
+            .args(["metadata", "--format-version", "1"]),
+    )?;
+    rows.iter()
+        .map(|c| {
+            let tail = format!("/{}-{}/Cargo.toml\"", c.name, c.version);
+            let end = meta
+                .find(&tail)
+                .ok_or_else(|| format!("cargo metadata does not list {} {}", c.name, c.version))?;
+            let start = meta[..end].rfind('"').map_or(0, |i| i + 1);
+            Ok(PathBuf::from(
+                &meta[start..end + tail.len() - "/Cargo.toml\"".len()],
+            ))
+        })
+        .collect()
+}
+
+/// Makes `dir` a fresh copy of the published `source`, a workspace of its own,
+/// moved onto mwait on that side.
+fn prepare(client: &Client, source: &Path, dir: &Path, side: Side) -> Res {
+    let root = project_root();
+    if dir.exists() {
+        fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    copy_dir(source, dir)?;
+    let mut manifest = read(&dir.join("Cargo.toml"))?;
+    // Under target/, the copy sits inside this repository's workspace directory;
+    // an empty [workspace] makes it a workspace of its own.
+    manifest.push_str("\n[workspace]\n");
+    if side == Side::Mwait {
+        match &client.on_mwait {
+            OnMwait::PatchCratesIo(drop_ins) => {
+                manifest.push_str("\n[patch.crates-io]\n");
+                for (name, path) in *drop_ins {
+                    manifest.push_str(&format!(
+                        "{name} = {{ path = \"{}\" }}\n",
+                        root.join(path).display()
+                    ));
+                }
+            }
+            OnMwait::ReplaceSource { drop_in, path_deps } => {
+                fs::remove_dir_all(dir.join("src")).map_err(|e| e.to_string())?;
+                copy_dir(&root.join(drop_in).join("src"), &dir.join("src"))?;
+                add_path_deps(&mut manifest, path_deps);
+            }
+            OnMwait::ApplyPatch { diff, path_deps } => {
+                let diff = root.join(diff);
+                crate::util::run(
+                    Command::new("patch")
+                        .args(["-p1", "--forward", "--batch", "-d"])
+                        .arg(dir)
+                        .arg("-i")
+                        .arg(&diff),
+                )?;
+                add_path_deps(&mut manifest, path_deps);
+            }
+        }
+    }
+    write(&dir.join("Cargo.toml"), &manifest)?;
+    if let (Side::Mwait, OnMwait::PatchCratesIo(drop_ins)) = (side, &client.on_mwait) {
+        unlock(dir, drop_ins)?;
+    }
+    Ok(())
+}
+
+/// Moves the locked registry versions of the patched crates onto the patches: a
+/// package's own `Cargo.lock` may lock an older release than the drop-in's (it
+/// then keeps it, and cargo only warns that the patch went unused). Everything else
+/// stays as locked, as on the stock side.
+fn unlock(dir: &Path, drop_ins: &[(&str, &str)]) -> Res {
+    let Ok(lock) = fs::read_to_string(dir.join("Cargo.lock")) else {
+        return Ok(()); // no lock: the first build resolves the patch
+    };
+    for (name, _) in drop_ins {
+        for version in locked_registry_versions(&lock, name) {
+            crate::util::run(
+                Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                    .current_dir(dir)
+                    .args(["update", "-p", &format!("{name}@{version}")]),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The versions of `name` that `lock` (a `Cargo.lock`) takes from a registry.
+fn locked_registry_versions(lock: &str, name: &str) -> Vec<String> {
+    let wanted = format!("name = \"{name}\"");
+    lock.split("[[package]]")
+        .filter(|block| block.lines().any(|l| l.trim() == wanted))
+        .filter(|block| block.contains("source = \"registry+"))
+        .filter_map(|block| {
+            let line = block.lines().find(|l| l.starts_with("version = "))?;
+            Some(
+                line.trim_start_matches("version = ")
+                    .trim_matches('"')
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A `[dependencies.NAME]` table for each (crate, directory under the root).
+fn add_path_deps(manifest: &mut String, deps: &[(&str, &str)]) {
+    for (name, path) in deps {
+        manifest.push_str(&format!(
+            "\n[dependencies.{name}]\npath = \"{}\"\n",
+            project_root().join(path).display()
+        ));
+    }
+}
+
+/// `cargo test` in `dir`, building in `target_dir`.
+fn test_suite(dir: &Path, target_dir: &Path) -> Captured {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(dir)
+        .env("CARGO_TARGET_DIR", target_dir)
+        // The suites' own flags, not this workspace's.
+        .env_remove("RUSTFLAGS")
+        .args(["test", "--no-fail-fast"]);
+    capture(&mut cmd, SUITE_LIMIT)
+}
+
+/// Fails unless the mwait side's build resolved mwait: a `[patch]` that matched
+/// nothing is only a warning to cargo, and the suite would have run stock twice.
+fn check_on_mwait(client: &Client, dir: &Path) -> Res {
+    let lock = read(&dir.join("Cargo.lock"))?;
+    if lock.contains("name = \"mwait\"") {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}: the mwait side's Cargo.lock has no mwait: the drop-in was not used",
+            client.name
+        ))
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Res {
+    fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    for entry in fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if entry.file_type().map_err(|e| e.to_string())?.is_dir() {
+            copy_dir(&src, &dst)?;
+        } else {
+            fs::copy(&src, &dst).map_err(|e| format!("{}: {e}", src.display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn read(path: &Path) -> Res<String> {
+    fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn write(path: &Path, text: &str) -> Res {
+    fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_read_from_the_test_result_lines() {
+        let run = Captured {
+            ok: false,
+            status: "exit 101".into(),
+            stdout: "running 3 tests\n\
+                     test result: ok. 3 passed; 0 failed; 0 ignored; 0 measured\n\
+                     test result: FAILED. 10 passed; 2 failed; 1 ignored; 0 measured\n"
+                .into(),
+            ..Captured::default()
+        };
+        let t = Tally::of(&run);
+        assert_eq!((t.passed, t.failed), (13, 2));
+        assert!(!t.passes());
+        assert_eq!(t.describe(), "13 passed, 2 failed");
+    }
+
+    #[test]
+    fn a_suite_that_did_not_finish_has_not_passed() {
+        let run = Captured {
+            ok: false,
+            status: "timed out after 600 s".into(),
+            stdout: "test result: ok. 4 passed; 0 failed;\n".into(),
+            ..Captured::default()
+        };
+        let t = Tally::of(&run);
+        assert!(!t.passes());
+        assert_eq!(t.describe(), "4 passed, 0 failed (timed out after 600 s)");
+    }
+
+    #[test]
+    fn locked_registry_versions_of_one_crate_are_found() {
+        let lock = "version = 3\n\n[[package]]\nname = \"parking\"\nversion = \"2.2.0\"\n\
+                    source = \"registry+https://github.com/rust-lang/crates.io-index\"\n\n\
+                    [[package]]\nname = \"parking_lot\"\nversion = \"0.12.1\"\n\
+                    source = \"registry+https://github.com/rust-lang/crates.io-index\"\n\n\
+                    [[package]]\nname = \"parking\"\nversion = \"2.2.1\"\n";
+        assert_eq!(locked_registry_versions(lock, "parking"), ["2.2.0"]);
+    }
+
+    #[test]
+    fn every_row_names_an_exact_version_and_a_drop_in_that_exists() {
+        for c in CLIENTS {
+            assert!(c.version.split('.').count() == 3, "{}", c.name);
+            let paths: Vec<&str> = match &c.on_mwait {
+                OnMwait::PatchCratesIo(d) => d.iter().map(|(_, p)| *p).collect(),
+                OnMwait::ReplaceSource { drop_in, path_deps } => {
+                    let mut v: Vec<&str> = path_deps.iter().map(|(_, p)| *p).collect();
+                    v.push(drop_in);
+                    v
+                }
+                OnMwait::ApplyPatch { diff, path_deps } => {
+                    let mut v: Vec<&str> = path_deps.iter().map(|(_, p)| *p).collect();
+                    v.push(diff);
+                    v
+                }
+            };
+            for p in paths {
+                assert!(project_root().join(p).exists(), "{}: {p}", c.name);
+            }
+        }
+    }
+}
