@@ -116,7 +116,7 @@ use crate::ladder::word::Word;
 use crate::ladder::{self, Ended, Outcome, WaitResult};
 use crate::policy::WaitPolicy;
 use crate::primitive::AtomicU32;
-use crate::sys::atomic64::AtomicU64;
+use crate::primitive::AtomicU64;
 use crate::sys::clock;
 use crate::sys::park::{self, Parked};
 use std::sync::Arc;

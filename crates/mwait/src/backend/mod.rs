@@ -37,8 +37,8 @@ pub(crate) mod umwait;
 pub use cstate::{CState, C0_2_MIN_LATENCY_NS, C1_MIN_LATENCY_NS};
 pub use kind::{Backend, ParseBackendError};
 
+use crate::primitive::AtomicU64;
 use crate::primitive::{AtomicU32, Ordering};
-use crate::sys::atomic64::AtomicU64;
 use std::fmt;
 
 /// Why one hardware-wait episode returned.

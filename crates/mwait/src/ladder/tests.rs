@@ -1,8 +1,8 @@
 use super::*;
 use crate::backend::sim::SimMonitor;
 use crate::backend::CState;
+use crate::primitive::AtomicU64;
 use crate::primitive::Ordering;
-use crate::sys::atomic64::AtomicU64;
 use std::cell::Cell;
 
 /// Runs the hardware tier on a fresh cell holding 0 with `hw`, until `target`.

@@ -1,7 +1,7 @@
 //! The loom model's primitives: loom's atomics and mutex, a model yield for the spin
 //! hint, and the constants that keep the model's state space small.
 
-pub(crate) use loom::sync::atomic::{fence, AtomicU32, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 pub(crate) use std::sync::atomic::compiler_fence;
 
 /// Wraps functions that are `const fn` in the real build and plain `fn` in the loom

@@ -1,6 +1,6 @@
 //! The real build's primitives: core's atomics, std's mutex, the CPU's spin hint.
 
-pub(crate) use core::sync::atomic::{compiler_fence, fence, AtomicU32, Ordering};
+pub(crate) use core::sync::atomic::{compiler_fence, fence, AtomicU32, AtomicU64, Ordering};
 
 /// Wraps functions that are `const fn` in the real build (and plain `fn` in the loom
 /// model, whose atomics and mutexes have no `const` constructors).

@@ -29,7 +29,6 @@
 mod contract;
 pub(crate) use contract::{CpuidWaits, ShimWake};
 
-pub(crate) mod atomic64;
 pub(crate) mod clock;
 // The cgroup and CPU-list parsers; only the Linux platform reads those files.
 #[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]

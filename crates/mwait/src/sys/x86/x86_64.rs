@@ -7,10 +7,10 @@
 //! and MONITORX mnemonics need target features, and a runtime-dispatched build must
 //! not depend on that (the build breaks that oneTBB, ONNX Runtime and DPDK hit).
 
-use super::atomic64::AtomicU64;
 use super::contract::CpuidWaits;
 use super::tsc::{ns_to_ticks, rdtsc};
 use crate::primitive::AtomicU32;
+use crate::primitive::AtomicU64;
 use core::arch::asm;
 
 /// This build has the instructions below.
