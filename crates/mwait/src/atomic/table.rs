@@ -245,11 +245,6 @@ impl Bucket {
             // The asymmetric barrier: every waiter that announces itself runs the
             // waiter barrier (membarrier) after its announcement.
             park::light_fence();
-            // The loom model's barrier interrupts a thread only inside the light
-            // section, and our (1), the caller's store, came before it: the model
-            // orders it with a fence, as the real barrier's interrupt orders the
-            // store of a thread that runs anywhere.
-            loom_sc_fence();
             let a = self.announced.load(Ordering::Relaxed); // (2)
             park::end_light_store();
             a
