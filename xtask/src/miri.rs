@@ -27,6 +27,8 @@ struct Suite {
     /// The cargo arguments that pick the target (`--lib`, `--test NAME`).
     target: &'static [&'static str],
     select: Select,
+    /// Run the tests one at a time, with no other test's threads beside them.
+    alone: bool,
 }
 
 /// Why tests are left out.
@@ -34,6 +36,16 @@ const NEEDS_RDTSC: &str = "the TSC rate reads RDTSC";
 const NEEDS_REAL_TIME: &str = "the production plan's 20 us and 160 us timers are shorter than \
                                Miri takes to run the helper's store: check (a) is inconclusive";
 const NEEDS_PROCESSES: &str = "fork and MAP_SHARED, which Miri does not model";
+/// The self-test simulations of a real monitor: their check (a) needs the storing
+/// thread to run during the wait, which Miri's clock does not leave room for while
+/// other tests' threads run beside them (then it reads "inconclusive: an overloaded
+/// machine"). They run in a suite of their own, one at a time.
+const REAL_MONITOR_SIMULATIONS: &[&str] = &[
+    "backend::selftest::tests::simulated_real_monitor_is_kept",
+    "backend::selftest::tests::simulated_real_monitor_under_an_os_cap_is_kept_with_a_plan_that_fits",
+];
+const RUN_ALONE: &str = "run alone in the next suite (REAL_MONITOR_SIMULATIONS)";
+
 const NEEDS_A_QUIET_CLOCK: &str = "Miri's clock advances with every thread it interprets, \
                                    those other tests left running included: in one full run an \
                                    at-once return lasted over half its 5 ms timer, so three \
@@ -60,7 +72,15 @@ const SUITES: &[Suite] = &[
                 "backend::selftest::tests::simulated_frequent_early_return_is_demoted_by_check_c",
                 NEEDS_A_QUIET_CLOCK,
             ),
+            (REAL_MONITOR_SIMULATIONS[0], RUN_ALONE),
+            (REAL_MONITOR_SIMULATIONS[1], RUN_ALONE),
         ]),
+        alone: false,
+    },
+    Suite {
+        target: &["--lib"],
+        select: Select::Only(REAL_MONITOR_SIMULATIONS),
+        alone: true,
     },
     Suite {
         target: &["--test", "api"],
@@ -74,6 +94,7 @@ const SUITES: &[Suite] = &[
             "cell::layout_is_one_cell_per_monitor_line_pair",
             "cell::writers_return_what_atomics_return",
         ]),
+        alone: false,
     },
     Suite {
         target: &["--test", "parker"],
@@ -88,6 +109,7 @@ const SUITES: &[Suite] = &[
             "block_on_runs_a_future_woken_by_another_thread",
             "nested_block_on_uses_a_parker_of_its_own",
         ]),
+        alone: false,
     },
     Suite {
         target: &["--test", "conformance"],
@@ -100,6 +122,7 @@ const SUITES: &[Suite] = &[
             "tokio_4618_a_dropped_future_passes_its_wake_on",
             "tokio_4751_a_repoll_with_a_new_waker_is_woken_through_it",
         ]),
+        alone: false,
     },
 ];
 
@@ -134,6 +157,9 @@ pub fn run(args: &[String]) -> Res {
             Select::Only(names) => {
                 cmd.args(*names);
             }
+        }
+        if suite.alone {
+            cmd.arg("--test-threads=1");
         }
         util::run(&mut cmd)?;
     }
