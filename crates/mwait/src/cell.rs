@@ -9,7 +9,8 @@ use crate::ladder::adapt::{Adaptive, Caught};
 use crate::ladder::stats::{CellStats, WaitStats};
 use crate::policy::WaitPolicy;
 use crate::primitive::{const_fn_unless_loom, fence, AtomicU32, Ordering};
-use crate::protocol::{MonitorLine, Sleepers};
+use crate::protocol::sleepers::Sleepers;
+use crate::protocol::MonitorLine;
 use crate::sys::park;
 use std::fmt;
 

@@ -15,7 +15,8 @@
 //!
 //! The futures use only [`std::task::Waker`]: they run on any executor.
 
-use crate::ladder::{self, WaitResult, Waiter};
+use crate::ladder::outcome::WaitResult;
+use crate::ladder::{self, Waiter};
 use crate::policy::WaitPolicy;
 use crate::primitive::Ordering;
 use crate::sys::clock;
@@ -114,7 +115,10 @@ impl<'a, F: FnMut(u32) -> bool> WaitUntil<'a, F> {
             return Some(
                 ladder::end(
                     self.cell.stats,
-                    ladder::Outcome::before_ladder(v, ladder::Ended::Entry),
+                    crate::ladder::outcome::Outcome::before_ladder(
+                        v,
+                        crate::ladder::outcome::Ended::Entry,
+                    ),
                 )
                 .value,
             );

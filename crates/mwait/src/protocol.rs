@@ -199,38 +199,19 @@
 //! A parked waiter that wakes decrements `state` (`Relaxed`: it orders nothing; a
 //! notifier that still sees the old count makes one unneeded `futex_wake`, no more).
 
-use crate::primitive::{
-    const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Ordering, FENCED_IDLE_NOTIFIES,
+use crate::primitive::{const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Ordering};
+use crate::registry::ASYNC_REGISTERED;
+use crate::sys::park::{self, Parked};
+use sleepers::Sleepers;
+use state::{
+    announced, fenced_after_idle_notify, withdrawn, EPOCH_MASK, EPOCH_SHIFT, FENCED, IDLE_MASK,
+    PARKED_MASK, SHARED_SLOW,
 };
-use crate::registry::{Registry, ASYNC_REGISTERED};
-use crate::sys::park::{self, Parked, Queue};
 use std::task::Waker;
 
-/// Bits of `state` that count parked (futex) waiters (18 bits: more than 262 000,
-/// far more than the threads that park on one cell).
-pub(crate) const PARKED_MASK: u32 = 0x0003_ffff;
-/// Bits of `state` that tag a non-zero parked count with the fork generation of the
-/// process whose waiters it counts (see "Counts left by a fork"); 0 with no count.
-const EPOCH_MASK: u32 = 0x00fc_0000;
-/// The lowest bit of [`EPOCH_MASK`].
-const EPOCH_SHIFT: u32 = 18;
-/// Bits of `state` that count the notifies in a row that found a `FENCED` cell with
-/// nobody parked or armed (see "A cell that parks often").
-const IDLE_MASK: u32 = 0x1f00_0000;
-/// One notify in [`IDLE_MASK`].
-const IDLE_ONE: u32 = 0x0100_0000;
-// The longest run of idle notifies before the clearing one fits the count.
-const _: () =
-    assert!(FENCED_IDLE_NOTIFIES >= 1 && FENCED_IDLE_NOTIFIES - 1 <= IDLE_MASK / IDLE_ONE);
-/// Bit of `state` that says "this cell's notifiers fence": set by a parking waiter
-/// after its barrier (so after a whole `membarrier` grace period), so that the
-/// waiters parking after it need no `membarrier` of their own; cleared by the last
-/// of a run of notifies that find nobody parked (`IDLE_MASK`). See "A cell that parks often" in the notes above.
-const FENCED: u32 = 0x2000_0000;
-/// Bit of `state` set for the whole life of a process-shared cell: it sends every
-/// notify to the slow path, which orders with a `SeqCst` fence, because the
-/// asymmetric barrier (`membarrier`) only reaches this process's threads.
-const SHARED_SLOW: u32 = 0x4000_0000;
+pub(crate) mod sleepers;
+mod state;
+
 // Bit 31 of `state`, `ASYNC_REGISTERED`, says async waiters have armed wakers; the
 // registry owns it (`registry.rs`).
 
@@ -249,56 +230,6 @@ pub(crate) struct MonitorLine {
     /// Parked waiters (`PARKED_MASK`) and the `FENCED`, `SHARED_SLOW` and
     /// `ASYNC_REGISTERED` bits.
     state: AtomicU32,
-}
-
-/// Where a cell's sleepers wait besides the monitor line: the platform's sleep queue,
-/// the async registry, and whether the cell is shared between processes. Written
-/// only by waiters; kept off the monitor line.
-#[derive(Debug)]
-pub(crate) struct Sleepers {
-    queue: Queue,
-    registry: Registry,
-    shared: bool,
-    /// The notifier's clock reading right before its last `futex_wake` (0: none yet):
-    /// written on the slow path only, read by a woken waiter to measure its wake-up
-    /// latency (`ladder::estimate`). A statistic: relaxed std atomic, not modelled.
-    wake_stamp: std::sync::atomic::AtomicU64,
-}
-
-impl Sleepers {
-    const_fn_unless_loom! {
-        pub(crate) fn new(shared: bool) -> Sleepers {
-            Sleepers {
-                queue: Queue::new(),
-                registry: Registry::new(),
-                shared,
-                wake_stamp: std::sync::atomic::AtomicU64::new(0),
-            }
-        }
-    }
-
-    /// Whether the cell lives in memory shared between processes.
-    #[inline]
-    pub(crate) fn shared(&self) -> bool {
-        self.shared
-    }
-
-    /// The async registry.
-    #[inline]
-    pub(crate) fn registry(&self) -> &Registry {
-        &self.registry
-    }
-
-    /// The clock reading of the last `futex_wake` on this cell (0: none yet).
-    #[inline]
-    pub(crate) fn wake_stamp(&self) -> u64 {
-        self.wake_stamp.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// The platform's sleep queue (the loom models count its wakes).
-    pub(crate) fn queue(&self) -> &Queue {
-        &self.queue
-    }
 }
 
 /// What the notify half tells the layer above once it has woken parked waiters (the
@@ -502,18 +433,6 @@ impl MonitorLine {
     }
 }
 
-/// The state a notify leaves on a `FENCED` cell where it found nobody parked or armed
-/// (`state` is `FENCED` and a count of such notifies): the count one higher, or 0
-/// (the light path again) once [`FENCED_IDLE_NOTIFIES`] have come in a row.
-const fn fenced_after_idle_notify(state: u32) -> u32 {
-    let idle = (state & IDLE_MASK) / IDLE_ONE + 1;
-    if idle >= FENCED_IDLE_NOTIFIES {
-        0
-    } else {
-        FENCED | (idle * IDLE_ONE)
-    }
-}
-
 /// A parked waiter's announcement in `state`, withdrawn on drop: `Relaxed`, it orders
 /// nothing (a notifier that still sees the old count makes one unneeded wake, no
 /// more).
@@ -529,27 +448,6 @@ impl Drop for Announced<'_> {
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |st| {
                 Some(withdrawn(st))
             });
-    }
-}
-
-/// The announcement (3) of a parked waiter of the process whose fork generation is
-/// `tag` (`epoch_tag`): one more in the count; a count under another tag was left by
-/// the parent of a `fork()` (see "Counts left by a fork") and is dropped.
-const fn announced(state: u32, tag: u32) -> u32 {
-    if state & PARKED_MASK == 0 || state & EPOCH_MASK == tag {
-        ((state & !EPOCH_MASK) + 1) | tag
-    } else {
-        (state & !(PARKED_MASK | EPOCH_MASK)) | tag | 1
-    }
-}
-
-/// A parked waiter's withdrawal: one less in the count, and no tag once it is 0.
-const fn withdrawn(state: u32) -> u32 {
-    let state = state - 1;
-    if state & PARKED_MASK == 0 {
-        state & !EPOCH_MASK
-    } else {
-        state
     }
 }
 

@@ -383,9 +383,7 @@ impl std::task::Wake for Noop {
 /// than 2 for [`LOST_AFTER`] (the notifier reads the waiter's state and its system
 /// call from `/proc`, then rescues it with `notify_all`). A last round checks that
 /// verdict: it stores 2 without a notify while the waiter sleeps, and the verdict
-/// must call that round lost. With the async arm setting
-/// `FENCED` after its waker was taken, dozens of rounds in a few hundred thousand
-/// were lost on a loaded 2-vCPU guest.
+/// must call that round lost.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_notify_inside_an_arms_barrier_is_never_lost() {

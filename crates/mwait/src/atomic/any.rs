@@ -26,8 +26,9 @@
 use super::table::{bucket, Bucket, Doorbell, Queued};
 use crate::backend::{CState, HardwareWait, HwWake, Watched};
 use crate::cell::WaitCell;
+use crate::ladder;
+use crate::ladder::outcome::{Ended, Outcome};
 use crate::ladder::word::Word;
-use crate::ladder::{self, Ended, Outcome};
 use crate::policy::WaitPolicy;
 use crate::primitive::{loom_sc_fence, AtomicU32, Ordering};
 use crate::sys::clock;

@@ -112,8 +112,9 @@ mod table;
 
 pub use any::{wait_any, Member};
 
+use crate::ladder;
+use crate::ladder::outcome::{Ended, Outcome, WaitResult};
 use crate::ladder::word::Word;
-use crate::ladder::{self, Ended, Outcome, WaitResult};
 use crate::policy::WaitPolicy;
 use crate::primitive::AtomicU32;
 use crate::primitive::AtomicU64;

@@ -17,14 +17,16 @@
 use crate::ladder::adapt::{Adaptive, Caught};
 use crate::ladder::stats::CellStats;
 use crate::ladder::Learning;
-use crate::primitive::{const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Mutex, Ordering};
+use crate::primitive::{
+    const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Mutex, Ordering, TABLE_BUCKETS,
+};
 use crate::protocol::OnWake;
 use crate::sys::park::{self, Parked, Queue};
 use std::sync::Arc;
 
-/// How many buckets the table has: 256 (a power of two), and one in the loom model,
-/// where every pair of words then collides, which is the case the models check.
-pub(crate) const BUCKETS: usize = if cfg!(loom) { 1 } else { 256 };
+/// How many buckets the table has (`primitive::TABLE_BUCKETS`: 256, one in the loom
+/// model, where every pair of words then collides, the case the models check).
+pub(crate) const BUCKETS: usize = TABLE_BUCKETS;
 
 const _: () = assert!(BUCKETS.is_power_of_two());
 

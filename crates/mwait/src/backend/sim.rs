@@ -142,15 +142,7 @@ impl HardwareWait for SimMonitor {
             wake,
         } = self.kind
         {
-            assert_eq!(
-                word.load(Ordering::Relaxed),
-                old,
-                "an episode starts on `old`"
-            );
-            if n == store_at {
-                word.store(value, Ordering::Release);
-            }
-            return wake;
+            return scripted_episode(word, old, n == store_at, value, wake);
         }
         let start = now_ns();
         if let Kind::TrappedNoop { cost_ns } = self.kind {
@@ -195,4 +187,18 @@ impl HardwareWait for SimMonitor {
             std::thread::sleep(POLL.min(Duration::from_nanos(left)));
         }
     }
+}
+
+/// A scripted episode: starts on `old`, stores `value` when it is the scripted one,
+/// and ends as scripted.
+fn scripted_episode(word: &AtomicU32, old: u32, store: bool, value: u32, wake: HwWake) -> HwWake {
+    assert_eq!(
+        word.load(Ordering::Relaxed),
+        old,
+        "an episode starts on `old`"
+    );
+    if store {
+        word.store(value, Ordering::Release);
+    }
+    wake
 }

@@ -15,7 +15,8 @@
 use crate::backend::sim::SimMonitor;
 use crate::backend::CState;
 use crate::cell::WaitCell;
-use crate::ladder::{climb, Ended, Outcome, WaitResult};
+use crate::ladder::climb;
+use crate::ladder::outcome::{Ended, Outcome, WaitResult};
 use crate::policy::Resolved;
 use crate::sys::clock::now_ns;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -3,7 +3,8 @@
 
 use super::WaitCell;
 use crate::future::{WaitUntil, WaitUntilTimer};
-use crate::ladder::{self, Ended, Outcome, WaitResult, Waiter};
+use crate::ladder::outcome::{Ended, Outcome, WaitResult};
+use crate::ladder::{self, Waiter};
 use crate::policy::WaitPolicy;
 use crate::sys::clock;
 use std::future::Future;

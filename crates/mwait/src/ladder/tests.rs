@@ -1,6 +1,7 @@
 use super::*;
 use crate::backend::sim::SimMonitor;
 use crate::backend::CState;
+use crate::ladder::outcome::WaitResult;
 use crate::primitive::AtomicU64;
 use crate::primitive::Ordering;
 use std::cell::Cell;

@@ -5,7 +5,8 @@
 //! whose park half queues the waiter in a hashed table).
 
 use crate::backend::Watched;
-use crate::protocol::{MonitorLine, Sleepers};
+use crate::protocol::sleepers::Sleepers;
+use crate::protocol::MonitorLine;
 use crate::sys::park::Parked;
 
 /// Value type of a [`Word`].

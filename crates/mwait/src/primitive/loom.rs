@@ -22,6 +22,9 @@ pub(crate) const SPIN_ROUND_LOADS_CAP: u32 = 1;
 /// (the idle bits) and clear, racing a waiter's announcement.
 pub(crate) const FENCED_IDLE_NOTIFIES: u32 = 2;
 
+/// Buckets of the atomic waiter table: one, so that every two words collide.
+pub(crate) const TABLE_BUCKETS: usize = 1;
+
 /// One step of a busy-wait: a model yield.
 #[inline]
 pub(crate) fn spin_hint() {

@@ -13,5 +13,5 @@ mod world;
 
 pub(crate) use world::{
     compiler_fence, const_fn_unless_loom, fence, loom_sc_fence, spin_hint, yield_now, AtomicU32,
-    AtomicU64, Mutex, Ordering, FENCED_IDLE_NOTIFIES, SPIN_ROUND_LOADS_CAP,
+    AtomicU64, Mutex, Ordering, FENCED_IDLE_NOTIFIES, SPIN_ROUND_LOADS_CAP, TABLE_BUCKETS,
 };

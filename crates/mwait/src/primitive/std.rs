@@ -20,6 +20,9 @@ pub(crate) const SPIN_ROUND_LOADS_CAP: u32 = u32::MAX;
 /// rule is there; the count has five bits).
 pub(crate) const FENCED_IDLE_NOTIFIES: u32 = 32;
 
+/// Buckets of the atomic waiter table (`atomic/table.rs`): 256 of 128 bytes, 32 KiB.
+pub(crate) const TABLE_BUCKETS: usize = 256;
+
 /// One step of a busy-wait: PAUSE on x86, YIELD on Arm.
 #[inline]
 pub(crate) fn spin_hint() {

@@ -2,7 +2,9 @@
 //! predicate, or a futex wait that fails (an injected failure).
 
 use super::*;
+use crate::primitive::FENCED_IDLE_NOTIFIES;
 use crate::sys::inject;
+use state::IDLE_ONE;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 fn cell() -> (MonitorLine, Sleepers) {

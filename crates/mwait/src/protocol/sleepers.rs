@@ -1,0 +1,55 @@
+//! [`Sleepers`]: what a cell keeps for its sleepers off the monitor line.
+
+use crate::primitive::const_fn_unless_loom;
+use crate::registry::Registry;
+use crate::sys::park::Queue;
+
+/// Where a cell's sleepers wait besides the monitor line: the platform's sleep queue,
+/// the async registry, and whether the cell is shared between processes. Written
+/// only by waiters; kept off the monitor line.
+#[derive(Debug)]
+pub(crate) struct Sleepers {
+    pub(super) queue: Queue,
+    pub(super) registry: Registry,
+    pub(super) shared: bool,
+    /// The notifier's clock reading right before its last `futex_wake` (0: none yet):
+    /// written on the slow path only, read by a woken waiter to measure its wake-up
+    /// latency (`ladder::estimate`). A statistic: relaxed std atomic, not modelled.
+    pub(super) wake_stamp: std::sync::atomic::AtomicU64,
+}
+
+impl Sleepers {
+    const_fn_unless_loom! {
+        pub(crate) fn new(shared: bool) -> Sleepers {
+            Sleepers {
+                queue: Queue::new(),
+                registry: Registry::new(),
+                shared,
+                wake_stamp: std::sync::atomic::AtomicU64::new(0),
+            }
+        }
+    }
+
+    /// Whether the cell lives in memory shared between processes.
+    #[inline]
+    pub(crate) fn shared(&self) -> bool {
+        self.shared
+    }
+
+    /// The async registry.
+    #[inline]
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The clock reading of the last `futex_wake` on this cell (0: none yet).
+    #[inline]
+    pub(crate) fn wake_stamp(&self) -> u64 {
+        self.wake_stamp.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The platform's sleep queue (the loom models count its wakes).
+    pub(crate) fn queue(&self) -> &Queue {
+        &self.queue
+    }
+}
