@@ -5,7 +5,8 @@
 //! package that depends on every row, `cargo metadata` for where cargo unpacked
 //! them); each is copied twice under `target/clients/`, once as published and once
 //! moved onto mwait, and `cargo test` runs in both copies (lib, integration and doc
-//! tests), with the package's own `Cargo.lock` where it ships one. The two sides
+//! tests, or the features and targets the row names), with the package's own
+//! `Cargo.lock` where it ships one. The two sides
 //! build in target directories of their own, shared by the rows, so that a
 //! dependency common to several suites is built once per side.
 //!
@@ -50,6 +51,10 @@ struct Client {
     /// The exact published version, so that a run is repeatable and a patch applies.
     version: &'static str,
     on_mwait: OnMwait,
+    /// What `cargo test` builds and runs beyond `--no-fail-fast`: empty for the whole
+    /// suite (lib, integration and doc tests), or features and test targets where
+    /// the whole suite would not fit in the run's time.
+    test_args: &'static [&'static str],
 }
 
 /// The mwait crate, as a path dependency.
@@ -67,6 +72,7 @@ const CLIENTS: &[Client] = &[
             drop_in: "integrations/parking",
             path_deps: &[MWAIT],
         },
+        test_args: &[],
     },
     Client {
         name: "atomic-wait",
@@ -75,36 +81,43 @@ const CLIENTS: &[Client] = &[
             drop_in: "integrations/atomic-wait",
             path_deps: &[MWAIT],
         },
+        test_args: &[],
     },
     Client {
         name: "event-listener",
         version: "5.4.2",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
+        test_args: &[],
     },
     Client {
         name: "async-channel",
         version: "2.5.0",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
+        test_args: &[],
     },
     Client {
         name: "async-lock",
         version: "3.5.0",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
+        test_args: &[],
     },
     Client {
         name: "async-executor",
         version: "1.14.1",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
+        test_args: &[],
     },
     Client {
         name: "futures-lite",
         version: "2.6.1",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
+        test_args: &[],
     },
     Client {
         name: "async-io",
         version: "2.6.0",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
+        test_args: &[],
     },
     Client {
         name: "rayon-core",
@@ -113,7 +126,71 @@ const CLIENTS: &[Client] = &[
             diff: "integrations/rayon-core/sleep.patch",
             path_deps: &[MWAIT],
         },
+        test_args: &[],
     },
+    // tokio: the test files that park (see TOKIO_TESTS), not the whole suite.
+    Client {
+        name: "tokio",
+        version: "1.54.1",
+        on_mwait: OnMwait::ApplyPatch {
+            diff: "integrations/tokio/park.patch",
+            path_deps: &[MWAIT],
+        },
+        test_args: TOKIO_TESTS,
+    },
+];
+
+/// The tokio row's `cargo test` arguments: the test files that park a thread
+/// (`block_on` on `ParkThread` / `CachedParkThread`; a multi-thread worker on its
+/// condvar while another holds the driver) or wake one that is parked.
+///
+/// Not the whole suite: as published, its I/O tests do not build (they use
+/// `tokio-test`'s mocks, which implement the traits of the registry's tokio that
+/// `tokio-test` depends on, not this copy's), and its 188 test binaries and
+/// doctests would take longer than every other row together. Not the lib's unit
+/// tests either: a second build of tokio (about 35 s a side here) for tests that
+/// are mostly of data structures (the queues, the timer wheel, `fs::File` on a
+/// mock). `full` is what the test files ask for, `test-util` what the paused-clock
+/// tests need.
+const TOKIO_TESTS: &[&str] = &[
+    "--features",
+    "full,test-util",
+    // Both runtimes (each `rt_common` test runs on the current-thread and the
+    // multi-thread runtime), workers parking and waking, `LocalRuntime`.
+    "--test",
+    "rt_common",
+    "--test",
+    "rt_threaded",
+    "--test",
+    "rt_basic",
+    "--test",
+    "rt_local",
+    // `Handle::block_on` from threads inside and outside a runtime.
+    "--test",
+    "rt_handle",
+    "--test",
+    "rt_handle_block_on",
+    // `spawn_blocking`, `block_in_place`, and a `LocalSet`'s `block_on`.
+    "--test",
+    "task_blocking",
+    "--test",
+    "task_local_set",
+    // Blocking sends and receives park a plain thread; wake-ups across threads.
+    "--test",
+    "sync_mpsc",
+    "--test",
+    "sync_oneshot",
+    "--test",
+    "sync_notify",
+    "--test",
+    "sync_barrier",
+    // Timed parks.
+    "--test",
+    "time_sleep",
+    "--test",
+    "time_timeout",
+    "--test",
+    "time_rt",
 ];
 
 /// How long one suite (its build included) may run before it counts as hung.
@@ -220,7 +297,7 @@ pub fn run(args: &[String]) -> Res {
             ));
             let dir = work.join(side.name()).join(client.name);
             prepare(client, source, &dir, side)?;
-            let run = test_suite(&dir, &work.join(format!("build-{}", side.name())));
+            let run = test_suite(client, &dir, &work.join(format!("build-{}", side.name())));
             let tally = Tally::of(&run);
             println!(
                 "{} {}: {} in {:.0} s",
@@ -417,14 +494,15 @@ fn add_path_deps(manifest: &mut String, deps: &[(&str, &str)]) {
     }
 }
 
-/// `cargo test` in `dir`, building in `target_dir`.
-fn test_suite(dir: &Path, target_dir: &Path) -> Captured {
+/// `cargo test` in `dir` with the row's own arguments, building in `target_dir`.
+fn test_suite(client: &Client, dir: &Path, target_dir: &Path) -> Captured {
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(dir)
         .env("CARGO_TARGET_DIR", target_dir)
         // The suites' own flags, not this workspace's.
         .env_remove("RUSTFLAGS")
-        .args(["test", "--no-fail-fast"]);
+        .args(["test", "--no-fail-fast"])
+        .args(client.test_args);
     capture(&mut cmd, SUITE_LIMIT)
 }
 
