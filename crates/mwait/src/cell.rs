@@ -92,7 +92,7 @@ impl WaitCell {
         /// assert_eq!(CELL.load(), 0);
         /// ```
         pub fn new(value: u32) -> WaitCell {
-            WaitCell::build(value, WaitPolicy::new(), false)
+            WaitCell::build(value, WaitPolicy::new(), false, false)
         }
 
         /// A cell whose waits use `policy` unless a call passes its own.
@@ -107,7 +107,18 @@ impl WaitCell {
         /// assert_eq!(LOW_LATENCY.policy().spin_budget(), Some(Duration::from_micros(50)));
         /// ```
         pub fn with_policy(value: u32, policy: WaitPolicy) -> WaitCell {
-            WaitCell::build(value, policy, false)
+            WaitCell::build(value, policy, false, false)
+        }
+
+        /// A cell that is only ever written through its read-modify-writes (`swap`,
+        /// `fetch_*`, `compare_exchange`), never with [`store`](Self::store): each of
+        /// those is a `SeqCst` write before the notifier's look at `state`, so its
+        /// waiters need no `membarrier` (a fence orders their announcement), and a
+        /// notify that finds nobody parked never takes the slow path. The parker's
+        /// token cell: a fresh parker's first park would otherwise pay a
+        /// `membarrier`, and every park after 32 unparks of an awake parker again.
+        pub(crate) fn for_read_modify_writes(value: u32, policy: WaitPolicy) -> WaitCell {
+            WaitCell::build(value, policy, false, true)
         }
 
         /// A cell for memory shared between processes (`mmap(MAP_SHARED)`): parked
@@ -132,10 +143,10 @@ impl WaitCell {
         /// assert!(cell.is_shared());
         /// ```
         pub fn new_shared(value: u32) -> WaitCell {
-            WaitCell::build(value, WaitPolicy::new(), true)
+            WaitCell::build(value, WaitPolicy::new(), true, false)
         }
 
-        fn build(value: u32, policy: WaitPolicy, shared: bool) -> WaitCell {
+        fn build(value: u32, policy: WaitPolicy, shared: bool, notifies_fence: bool) -> WaitCell {
             WaitCell {
                 line: MonitorLine::new(value, shared),
                 waiters: WaiterLine {
@@ -143,7 +154,7 @@ impl WaitCell {
                     policy,
                     stats: CellStats::new(),
                     caught: Caught::new(),
-                    sleepers: Sleepers::new(shared),
+                    sleepers: Sleepers::new(shared, notifies_fence),
                 },
             }
         }

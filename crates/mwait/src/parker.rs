@@ -9,6 +9,12 @@
 //! back with an exchange to `EMPTY`. Only the parker's own thread writes `EMPTY`, so
 //! a token, once set, stays set until that thread takes it: no unpark is lost, and
 //! a park that returns has always taken one.
+//!
+//! The cell is written only by those two exchanges, never by a plain store, so it
+//! is a [`WaitCell::for_read_modify_writes`] cell: a park announces itself without
+//! the `membarrier` that a cell's light notifies would need (a fresh parker's first
+//! park, and each park after a run of unparks that found the parker awake, would
+//! otherwise pay one).
 
 use crate::cell::WaitCell;
 use crate::policy::WaitPolicy;
@@ -35,7 +41,7 @@ struct Token {
 impl Token {
     fn new(policy: WaitPolicy) -> Token {
         Token {
-            cell: WaitCell::with_policy(EMPTY, policy),
+            cell: WaitCell::for_read_modify_writes(EMPTY, policy),
         }
     }
 

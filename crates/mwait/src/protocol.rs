@@ -89,6 +89,13 @@
 //! `SeqCst` fence and looks at `state` again. Its waiters, facing fenced notifiers only, use a `SeqCst` fence in place of
 //! `membarrier` (the symmetric protocol above).
 //!
+//! A cell that is only ever written by `SeqCst` read-modify-writes (the parker's
+//! token cell: `WaitCell::for_read_modify_writes`, never stored to) needs neither:
+//! each notifier's write (1) and load (2) and the waiter's announcement (3) and
+//! re-check (4) are all `SeqCst`, so they sit in the one total order and the symmetric
+//! protocol holds without a barrier. Its waiters skip `membarrier` and never set
+//! `FENCED`, so the notifies that find them awake stay on the fast path.
+//!
 //! ## A cell that parks often: the `FENCED` bit
 //!
 //! `membarrier` costs a system call, a look at every CPU's run queue and an
@@ -267,6 +274,10 @@ impl MonitorLine {
         // One load of the platform's notify mode; where it is light, the line may
         // be asked for exclusively first, so that the load of `state` does not
         // fetch it shared for the store to fetch it again.
+        debug_assert!(
+            !s.notifies_fence,
+            "a cell whose waiters skip membarrier is never written with a light store"
+        );
         if park::begin_light_store(&self.value) {
             // The asymmetric barrier: parking waiters run membarrier(), so a
             // compiler barrier orders our store before our load of `state`.
@@ -388,6 +399,15 @@ impl MonitorLine {
     #[inline]
     fn barrier_unless_fenced(&self, s: &Sleepers, old: u32) -> bool {
         loom_sc_fence();
+        if s.notifies_fence {
+            // Every notifier writes with a `SeqCst` read-modify-write (1) before its
+            // `SeqCst` load (2), and the announcement (3) is one too, before the
+            // `SeqCst` re-check (4): the four are in the single total order, so no
+            // barrier is needed (a lock-prefixed instruction on x86). `FENCED`, which
+            // would send the notifies that find the waiter awake to the slow path
+            // to count themselves, stays off.
+            return false;
+        }
         let run = old & FENCED == 0;
         if run {
             self.waiter_barrier(s);

@@ -239,3 +239,41 @@ fn unparking_a_parked_parker_makes_one_wake_call() {
         assert_eq!(futex_wake_calls(), before + 1);
     });
 }
+
+/// A parker's token cell is written only by exchanges, so its parks need no
+/// `membarrier`: not a fresh parker's first park, nor one after a run of unparks
+/// that found it awake (which clears a plain cell's `FENCED` bit). The same pattern
+/// on a plain cell pays twice (`a_cell_that_keeps_parking_pays_membarrier_once`).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_parker_s_parks_make_no_membarrier_call() {
+    let _g = SERIAL.lock().unwrap();
+    // The process's first park registers for membarrier: done before counting.
+    let soon = || std::time::Instant::now() + Duration::from_millis(2);
+    let park_at_once = WaitPolicy::new().backend(Backend::Futex);
+    let _ = WaitCell::new(0).wait_until_deadline_with(|v| v == 1, soon(), &park_at_once);
+    let calls = mwait::test_counters::membarrier_calls;
+    let c0 = calls();
+    let p = mwait::Parker::with_policy(park_at_once);
+    assert!(
+        !p.park_timeout(Duration::from_millis(2)),
+        "a first park, timed out"
+    );
+    let u = p.unparker();
+    thread::scope(|s| {
+        s.spawn(|| {
+            thread::sleep(Duration::from_millis(20));
+            u.unpark();
+        });
+        p.park(); // asleep in the kernel, woken
+    });
+    for _ in 0..FENCED_IDLE_NOTIFIES + 1 {
+        u.unpark();
+        p.park();
+    }
+    assert!(
+        !p.park_timeout(Duration::from_millis(2)),
+        "a park after them"
+    );
+    assert_eq!(calls(), c0, "no park of the parker ran membarrier");
+}

@@ -43,7 +43,7 @@ impl Parts {
     fn new(value: u32) -> Parts {
         Parts {
             line: MonitorLine::new(value, false),
-            sleepers: Sleepers::new(false),
+            sleepers: Sleepers::new(false, false),
             adapt: Adaptive::new(),
             caught: Caught::new(),
             stats: CellStats::new(),

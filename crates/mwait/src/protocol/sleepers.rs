@@ -12,6 +12,10 @@ pub(crate) struct Sleepers {
     pub(super) queue: Queue,
     pub(super) registry: Registry,
     pub(super) shared: bool,
+    /// Every notify of this cell follows a `SeqCst` read-modify-write of the value
+    /// (the parker's token cell, which is never written with a plain store): its
+    /// waiters then order their announcement with a fence, not `membarrier`.
+    pub(super) notifies_fence: bool,
     /// The notifier's clock reading right before its last `futex_wake` (0: none yet):
     /// written on the slow path only, read by a woken waiter to measure its wake-up
     /// latency (`ladder::estimate`). A statistic: relaxed std atomic, not modelled.
@@ -20,11 +24,12 @@ pub(crate) struct Sleepers {
 
 impl Sleepers {
     const_fn_unless_loom! {
-        pub(crate) fn new(shared: bool) -> Sleepers {
+        pub(crate) fn new(shared: bool, notifies_fence: bool) -> Sleepers {
             Sleepers {
                 queue: Queue::new(),
                 registry: Registry::new(),
                 shared,
+                notifies_fence,
                 wake_stamp: std::sync::atomic::AtomicU64::new(0),
             }
         }

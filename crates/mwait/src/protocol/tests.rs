@@ -8,7 +8,7 @@ use state::IDLE_ONE;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 fn cell() -> (MonitorLine, Sleepers) {
-    (MonitorLine::new(0, false), Sleepers::new(false))
+    (MonitorLine::new(0, false), Sleepers::new(false, false))
 }
 
 struct Quiet;
@@ -62,7 +62,7 @@ fn a_shared_or_armed_cell_counts_no_idle_notifies() {
     line.notify(&s, park::ALL, &Quiet);
     assert_eq!(line.state.load(Ordering::Relaxed) & IDLE_MASK, 0);
     let shared = MonitorLine::new(0, true);
-    let s = Sleepers::new(true);
+    let s = Sleepers::new(true, false);
     shared.store(&s, 1, &Quiet);
     assert_eq!(shared.state.load(Ordering::Relaxed), SHARED_SLOW);
 }
@@ -141,12 +141,30 @@ fn a_park_replaces_a_count_left_by_a_fork_by_its_own() {
 
 #[test]
 fn a_count_of_this_process_is_kept_and_the_tag_goes_with_the_last_waiter() {
-    let s = Sleepers::new(false);
+    let s = Sleepers::new(false, false);
     let tag = epoch_tag(&s);
     assert_eq!(announced(0, tag), tag | 1);
     assert_eq!(announced(tag | 1, tag), tag | 2);
     assert_eq!(withdrawn(tag | 2), tag | 1);
     assert_eq!(withdrawn(FENCED | tag | 1), FENCED);
     // A process-shared cell's counts carry no tag.
-    assert_eq!(epoch_tag(&Sleepers::new(true)), 0);
+    assert_eq!(epoch_tag(&Sleepers::new(true, false)), 0);
+}
+
+/// A cell written only by read-modify-writes (the parker's token): its park runs no
+/// barrier and leaves no `FENCED` behind, so a notify that finds the waiter gone
+/// takes the fast path (`state` stays 0), where a plain cell's park leaves `FENCED`
+/// and sends the next notifies to the slow path to count themselves.
+#[test]
+fn a_park_on_a_read_modify_write_cell_leaves_no_fenced_bit() {
+    let rmw = (MonitorLine::new(0, false), Sleepers::new(false, true));
+    let plain = cell();
+    for ((line, s), after) in [(rmw, 0), (plain, FENCED)] {
+        assert_eq!(line.park(&s, &mut |_| true, None), Ok(0));
+        assert_eq!(line.state.load(Ordering::Relaxed), after);
+        line.value.swap(1, Ordering::SeqCst);
+        line.notify(&s, park::ALL, &Quiet);
+        let idle = if after == 0 { 0 } else { FENCED | IDLE_ONE };
+        assert_eq!(line.state.load(Ordering::Relaxed), idle);
+    }
 }
