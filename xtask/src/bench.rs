@@ -1,10 +1,10 @@
 //! `cargo xtask bench [--quick]`: runs the report runner of `benches/` (every scenario,
 //! every mechanism, side by side in one run, then the latency scenarios again as cold
 //! starts in fresh processes) and leaves `target/mwait-bench/report.md`,
-//! `summary.json`, `pingpong.svg` and `latency_cpu.svg`, then appends the rayon part
-//! of the clients section (`rayon_bench.rs`: two builds of rayon-core, run in
-//! turns). `--quick` takes about two minutes; the full run about ten (and a minute
-//! of rayon).
+//! `summary.json`, `pingpong.svg` and `latency_cpu.svg`, then appends the parts of
+//! the clients section on patched clients (`client_bench.rs`: two builds each of
+//! rayon-core and tokio, run in turns). `--quick` takes about two minutes; the full
+//! run about ten (and a few minutes of the clients).
 
 use crate::util::{self, cargo, project_root, step, Res};
 
@@ -36,6 +36,5 @@ pub fn run(args: &[String]) -> Res {
         cmd.arg("--quick");
     }
     util::run(&mut cmd)?;
-    step("clients: rayon-core stock and on a WaitCell per worker");
-    crate::rayon_bench::run(if quick { 5 } else { 13 }, &out.join("report.md"))
+    crate::client_bench::run(if quick { 5 } else { 13 }, &out.join("report.md"))
 }

@@ -365,6 +365,11 @@ pub fn prepared(name: &str) -> Res<Vec<(&'static str, PathBuf, PathBuf)>> {
         .collect()
 }
 
+/// The pinned version of the row `name`.
+pub fn version(name: &str) -> Option<&'static str> {
+    CLIENTS.iter().find(|c| c.name == name).map(|c| c.version)
+}
+
 /// Has cargo download every row's published package; returns where it unpacked
 /// each (the directory of its `Cargo.toml`), in the rows' order.
 fn fetch(work: &Path, rows: &[&Client]) -> Res<Vec<PathBuf>> {

@@ -5,6 +5,7 @@
 //! needs (rustup targets, Debian packages) and says what it installs.
 
 mod bench;
+mod client_bench;
 mod clients;
 mod codegen;
 mod dkms;
@@ -12,7 +13,6 @@ mod hwreport;
 mod hwtest;
 mod miri;
 mod ports;
-mod rayon_bench;
 mod test;
 mod util;
 mod vm;
