@@ -5,7 +5,7 @@
 //! The ordering argument behind the writers and the park is in `protocol.rs` ("Notes
 //! about memory ordering"); the tier ladder is `ladder/`.
 
-use crate::ladder::adapt::{Adaptive, Caught};
+use crate::ladder::adapt::{self, Adaptive, Caught};
 use crate::ladder::stats::{CellStats, WaitStats};
 use crate::policy::WaitPolicy;
 use crate::primitive::{const_fn_unless_loom, fence, AtomicU32, Ordering};
@@ -110,14 +110,17 @@ impl WaitCell {
             WaitCell::build(value, policy, false, false)
         }
 
-        /// A cell that is only ever written through its read-modify-writes (`swap`,
-        /// `fetch_*`, `compare_exchange`), never with [`store`](Self::store): each of
-        /// those is a `SeqCst` write before the notifier's look at `state`, so its
-        /// waiters need no `membarrier` (a fence orders their announcement), and a
-        /// notify that finds nobody parked never takes the slow path. The parker's
-        /// token cell: a fresh parker's first park would otherwise pay a
-        /// `membarrier`, and every park after 32 unparks of an awake parker again.
-        pub(crate) fn for_read_modify_writes(value: u32, policy: WaitPolicy) -> WaitCell {
+        /// A parker's token cell. It is only ever written through its
+        /// read-modify-writes (`swap`, `fetch_*`, `compare_exchange`), never with
+        /// [`store`](Self::store): each of those is a `SeqCst` write before the
+        /// notifier's look at `state`, so its waiters need no `membarrier` (their
+        /// `SeqCst` announcement orders them), and a notify that finds nobody parked
+        /// never takes the slow path. A fresh parker's first park would otherwise
+        /// pay a `membarrier`, and every park after 32 unparks of an awake parker
+        /// again. Its waits spin only on evidence that the change is near
+        /// (`ladder::Learning::evidence_allows_spin`): an idle worker's park costs what a
+        /// futex wait costs.
+        pub(crate) fn for_parker(value: u32, policy: WaitPolicy) -> WaitCell {
             WaitCell::build(value, policy, false, true)
         }
 
@@ -146,7 +149,8 @@ impl WaitCell {
             WaitCell::build(value, WaitPolicy::new(), true, false)
         }
 
-        fn build(value: u32, policy: WaitPolicy, shared: bool, notifies_fence: bool) -> WaitCell {
+        /// `parker`: the cell of [`for_parker`](Self::for_parker).
+        fn build(value: u32, policy: WaitPolicy, shared: bool, parker: bool) -> WaitCell {
             WaitCell {
                 line: MonitorLine::new(value, shared),
                 waiters: WaiterLine {
@@ -154,7 +158,7 @@ impl WaitCell {
                     policy,
                     stats: CellStats::new(),
                     caught: Caught::new(),
-                    sleepers: Sleepers::new(shared, notifies_fence),
+                    sleepers: Sleepers::new(shared, parker),
                 },
             }
         }
@@ -224,6 +228,7 @@ impl WaitCell {
     /// ```
     #[inline]
     pub fn store(&self, value: u32) {
+        adapt::note_notified();
         self.line
             .store(&self.waiters.sleepers, value, &self.waiters.adapt);
     }
@@ -350,6 +355,7 @@ impl WaitCell {
     /// cold path only when somebody is parked or registered.
     #[inline(always)]
     fn notify(&self, n: u32) {
+        adapt::note_notified();
         self.line
             .notify(&self.waiters.sleepers, n, &self.waiters.adapt);
     }

@@ -90,7 +90,7 @@
 //! `membarrier` (the symmetric protocol above).
 //!
 //! A cell that is only ever written by `SeqCst` read-modify-writes (the parker's
-//! token cell: `WaitCell::for_read_modify_writes`, never stored to) needs neither:
+//! token cell: `WaitCell::for_parker`, never stored to) needs neither:
 //! each notifier's write (1) and load (2) and the waiter's announcement (3) and
 //! re-check (4) are all `SeqCst`, so they sit in the one total order and the symmetric
 //! protocol holds without a barrier. Its waiters skip `membarrier` and never set

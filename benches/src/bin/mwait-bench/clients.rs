@@ -12,6 +12,10 @@ use mwait_benches::scenarios::{self, PingPong, Placement};
 use mwait_benches::{median, min_max, round_order, stats};
 use std::fmt::Write as _;
 
+/// Idle `block_on`s per side, kind (warm, fresh) and round; the round's value is
+/// their median.
+const IDLE_SAMPLES: usize = 3;
+
 /// `clients`: measures (unless `--only` names another section), writes the tables
 /// and judges the targets (listed as not run when left out).
 pub fn run(o: &mut Out, ctx: &Ctx) {
@@ -50,7 +54,8 @@ fn measure(o: &mut Out, ctx: &Ctx) -> ClientsRuns {
          Stock is futures-lite's `block_on` (the `parking` crate: `Mutex` + `Condvar`), \
          mwait is `mwait::block_on` (`mwait::Parker`); both sides run in this process, \
          one after the other in each of {rounds} rounds (the first side alternating), \
-         and each value below is the median of the per-round values.\n"
+         and each value below is the median of the per-round values (a round's idle \
+         `block_on` CPU is the median of {IDLE_SAMPLES} per side, the sides alternating).\n"
     );
     let mut pp: [Vec<(f64, f64)>; 2] = Default::default();
     let mut idle: [[Vec<f64>; 2]; 2] = Default::default();
@@ -65,8 +70,20 @@ fn measure(o: &mut Out, ctx: &Ctx) -> ClientsRuns {
                 let mut s = clients::executor(block_on, workload, slice);
                 ex[w][side].push(stats(&mut s).p50);
             }
-            for (f, fresh) in [false, true].into_iter().enumerate() {
-                idle[f][side].push(clients::idle_block_on_cpu(block_on, fresh) as f64);
+        }
+        // A single idle wait costs some 10 us of CPU, which one interrupt or one
+        // cache-cold page moves by tens of percent: each round takes the median of
+        // a few, the two sides alternating.
+        for (f, fresh) in [false, true].into_iter().enumerate() {
+            let mut per_side: [Vec<f64>; 2] = Default::default();
+            for _ in 0..IDLE_SAMPLES {
+                for side in round_order(SIDES.len(), round) {
+                    let cpu = clients::idle_block_on_cpu(SIDES[side].1, fresh);
+                    per_side[side].push(cpu as f64);
+                }
+            }
+            for (side, v) in per_side.iter().enumerate() {
+                idle[f][side].push(median(v));
             }
         }
         let mut parker = PingPong::start(clients::parker_signal, Placement::TwoCpus);

@@ -214,6 +214,7 @@ impl Bucket {
             adapt: &self.learned.adapt,
             caught: &self.learned.caught,
             stats: &self.learned.stats,
+            on_evidence: false,
         }
     }
 

@@ -246,6 +246,22 @@ pub(crate) enum Woke {
 std::thread_local! {
     /// What this thread's wakes found since its last wait.
     static WOKE: Cell<Woke> = const { Cell::new(Woke::Nobody) };
+    /// Whether this thread notified any cell or word since its last wait.
+    static NOTIFIED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Notes that this thread notified a cell or a word (a store, a read-modify-write, a
+/// notify, an unpark): its next wait may be for the answer. One byte store to a
+/// thread-local.
+#[inline(always)]
+pub(crate) fn note_notified() {
+    NOTIFIED.with(|c| c.set(true));
+}
+
+/// Whether this thread notified any cell or word since its last wait (and forgets it).
+#[inline]
+pub(crate) fn take_notified() -> bool {
+    NOTIFIED.with(|c| c.replace(false))
 }
 
 /// Notes what this thread's wake of a parked waiter (on any cell) found.

@@ -81,6 +81,7 @@ impl<'a> Waiter<'a> {
             adapt: self.adapt,
             caught: self.caught,
             stats: self.stats,
+            on_evidence: self.sleepers.parker(),
         }
     }
 }
@@ -92,6 +93,26 @@ pub(crate) struct Learning<'a> {
     pub(crate) adapt: &'a Adaptive,
     pub(crate) caught: &'a Caught,
     pub(crate) stats: &'a CellStats,
+    /// The waits spin only on evidence (a parker's cell): see
+    /// [`Learning::evidence_allows_spin`].
+    pub(crate) on_evidence: bool,
+}
+
+impl Learning<'_> {
+    /// Whether a wait may spin (and wait in the hardware tier), given whether
+    /// something says the change is near (`evidence`): the waiting thread notified
+    /// some cell or woke a partner since its last wait (an answer may be on its
+    /// way), or the cell's last wait was caught by its spin or ended before it
+    /// slept. Always on a plain cell; only with evidence on a parker's, whose wait
+    /// otherwise goes straight to the park, reading neither the clock nor the run
+    /// queue: an executor's idle worker parks without having told anyone anything,
+    /// and its park then costs what a futex wait costs, where a spin first would add
+    /// a whole spin budget to every idle park (5 us under a hypervisor, more than the
+    /// futex wait itself on the 2-vCPU guest).
+    #[inline]
+    pub(crate) fn evidence_allows_spin(&self, evidence: bool) -> bool {
+        !self.on_evidence || evidence
+    }
 }
 
 /// What one climb of the ladder knows and learns on its way.
@@ -116,6 +137,9 @@ struct Climb<'a, W> {
     hw_start: Option<u64>,
     /// Whether the waiter slept in the kernel.
     slept: bool,
+    /// A parker's wait without evidence that the change is near: it parks at once
+    /// and reads no clock (`Learning::evidence_allows_spin`).
+    no_evidence: bool,
 }
 
 impl<'a, W: Word<'a>> Climb<'a, W> {
@@ -131,7 +155,19 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
             // free, and then the answer is a hand-off.
             Woke::Beside(cpu) => apart::leave_cpu(cpu),
         };
+        let notified = adapt::take_notified();
+        // A cell whose last spin caught the change, and a wait that just woke the
+        // partner it now waits for, spin whatever the run queue says (`load.rs`):
+        // the first's partner demonstrably answers in time, and the second's was
+        // just made runnable (the adaptive score still limits failing hand-off spins
+        // to probes). Neither lifts the gate for the hardware tier.
+        let caught = cell.caught.get();
+        // A parker's cell spins only on evidence that the change is near
+        // (`Learning::evidence_allows_spin`); without it the wait parks at once, and
+        // neither the clock nor the run queue is read.
+        let no_evidence = pol.adaptive && !cell.evidence_allows_spin(handoff || notified || caught);
         let spin_ns = match pol.adaptive {
+            _ if no_evidence => 0,
             false => pol.spin_ns,
             // The process's defaults say spin (it has more than one CPU): the budget
             // comes from the measured wake-up latency (`estimate.rs`, "The rule").
@@ -142,23 +178,18 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
             }
             true => 0,
         };
-        // A cell whose last spin caught the change, and a wait that just woke the
-        // partner it now waits for, spin whatever the run queue says (`load.rs`):
-        // the first's partner demonstrably answers in time, and the second's was
-        // just made runnable (the adaptive score still limits failing hand-off spins
-        // to probes). Neither lifts the gate for the hardware tier.
-        let caught = cell.caught.get();
         // Whether the CPU we would hold is needed by others. A wait that will spin
         // starts from the last reading of the run queue and spins its first round of
         // loads before it reads the clock at all, so that a partner that answers
         // within a few hundred ns is caught without the clock reads and checks on
         // the round trip. The reading is refreshed right after that round, or here
         // when it says no, so that a "no" cannot stick.
-        let can_help = !pol.adaptive
-            || (spin_ns == 0 && !pol.hw_wanted())
-            || caught
-            || load::last_reading_allows_spin()
-            || load::allows_spin_now(now_ns());
+        let can_help = !no_evidence
+            && (!pol.adaptive
+                || (spin_ns == 0 && !pol.hw_wanted())
+                || caught
+                || load::last_reading_allows_spin()
+                || load::allows_spin_now(now_ns()));
         Climb {
             word,
             cell,
@@ -171,6 +202,7 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
             spun: false,
             hw_start: None,
             slept: false,
+            no_evidence,
         }
     }
 
@@ -416,8 +448,12 @@ fn park_tier<'a, W: Word<'a>>(
         let adapt = c.cell.adapt;
         adapt.note_parking();
         c.cell.caught.note(false);
-        // The clock is read around the sleep only on the parks that measure it.
-        let parked_ns = estimate::wake_sample_due().then(now_ns);
+        // The clock is read around the sleep only on the parks that measure it, and
+        // never on a parker's park without evidence: after an idle spell the clock's
+        // pages are cold, and their misses cost such a park about 4 us of CPU on the
+        // 2-vCPU guest (16 against 20 us for a fresh thread's idle `block_on`, where
+        // futures-lite's costs 11); the parks that spin on evidence measure it.
+        let parked_ns = (!c.no_evidence && estimate::wake_sample_due()).then(now_ns);
         match c.word.park(&mut *pred, c.deadline) {
             Ok(v) => return c.finish(v, Ended::Park),
             Err(Parked::Woken) => {

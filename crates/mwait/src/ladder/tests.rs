@@ -89,6 +89,41 @@ fn a_wait_that_finds_the_change_in_the_park_tier_counts_as_caught() {
     assert!(!caught.get());
 }
 
+/// A parker's cell with no evidence that the change is near goes straight to the
+/// park: no spin budget, and no look at the run queue (`can_help` false, so the
+/// gate's reading is skipped); a notify by this thread since its last wait, or a
+/// caught last wait, is evidence.
+#[test]
+fn a_parker_cell_without_evidence_parks_at_once() {
+    let mut parts = Parts::new(0);
+    parts.sleepers = Sleepers::new(false, true);
+    let cell = parts.waiter();
+    let pol = Resolved {
+        spin_ns: 1_000,
+        hw_ns: 1_000,
+        hw: None,
+        spin_pause: None,
+        park: true,
+        adaptive: true,
+        cstate: CState::C0_1,
+    };
+    let _ = (adapt::take_woke(), adapt::take_notified());
+    let c = Climb::start(cell.word(), cell.learning(), pol, None);
+    assert_eq!((c.spin_ns, c.can_help), (0, false));
+    // With evidence the ordinary rules apply (a caught last wait also passes the
+    // run-queue gate, so the budget is the estimate's whatever the load).
+    parts.caught.note(true);
+    let c = Climb::start(cell.word(), cell.learning(), pol, None);
+    assert!(c.can_help, "a caught cell may spin");
+    // A notify is evidence for one wait: the gate may still refuse, never the rule.
+    parts.caught.note(false);
+    adapt::note_notified();
+    let c = Climb::start(cell.word(), cell.learning(), pol, None);
+    assert!(!adapt::take_notified(), "the wait took the note");
+    let gate = load::last_reading_allows_spin();
+    assert!(c.can_help || !gate, "only the run-queue gate may stop it");
+}
+
 #[test]
 fn the_hardware_tier_rechecks_after_every_episode() {
     let hw = SimMonitor::scripted(3, 7, HwWake::Woken);
@@ -204,6 +239,7 @@ fn the_hardware_tier_sees_a_change_of_the_high_half_of_a_u64() {
         adapt: &adapt,
         caught: &caught,
         stats: &stats,
+        on_evidence: false,
     };
     let o = climb_word(
         NoPark(&word),

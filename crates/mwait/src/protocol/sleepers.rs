@@ -12,9 +12,10 @@ pub(crate) struct Sleepers {
     pub(super) queue: Queue,
     pub(super) registry: Registry,
     pub(super) shared: bool,
-    /// Every notify of this cell follows a `SeqCst` read-modify-write of the value
-    /// (the parker's token cell, which is never written with a plain store): its
-    /// waiters then order their announcement with a fence, not `membarrier`.
+    /// A parker's token cell (`WaitCell::for_parker`): every notify follows a
+    /// `SeqCst` read-modify-write of the value (it is never written with a plain
+    /// store), so its waiters need no `membarrier`; and its waits spin only on
+    /// evidence (`ladder::Learning::evidence_allows_spin`).
     pub(super) notifies_fence: bool,
     /// The notifier's clock reading right before its last `futex_wake` (0: none yet):
     /// written on the slow path only, read by a woken waiter to measure its wake-up
@@ -39,6 +40,12 @@ impl Sleepers {
     #[inline]
     pub(crate) fn shared(&self) -> bool {
         self.shared
+    }
+
+    /// Whether this is a parker's token cell (see `notifies_fence`).
+    #[inline]
+    pub(crate) fn parker(&self) -> bool {
+        self.notifies_fence
     }
 
     /// The async registry.

@@ -103,3 +103,12 @@ fn a_short_unspun_wait_counts_as_success() {
     a.record_unspun_wait(100, 5000, 1000);
     assert_eq!(a.score.load(Relaxed), mid);
 }
+
+#[test]
+fn a_notify_is_evidence_for_one_wait() {
+    let _ = take_notified();
+    assert!(!take_notified(), "nothing notified");
+    note_notified();
+    assert!(take_notified(), "a notify since the last wait");
+    assert!(!take_notified(), "taken by that wait");
+}
