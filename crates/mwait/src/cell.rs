@@ -110,17 +110,44 @@ impl WaitCell {
             WaitCell::build(value, policy, false, false)
         }
 
-        /// A parker's token cell. It is only ever written through its
-        /// read-modify-writes (`swap`, `fetch_*`, `compare_exchange`), never with
-        /// [`store`](Self::store): each of those is a `SeqCst` write before the
-        /// notifier's look at `state`, so its waiters need no `membarrier` (their
-        /// `SeqCst` announcement orders them), and a notify that finds nobody parked
-        /// never takes the slow path. A fresh parker's first park would otherwise
-        /// pay a `membarrier`, and every park after 32 unparks of an awake parker
-        /// again. Its waits spin only on evidence that the change is near
-        /// (`ladder::Learning::evidence_allows_spin`): an idle worker's park costs what a
-        /// futex wait costs.
-        pub(crate) fn for_parker(value: u32, policy: WaitPolicy) -> WaitCell {
+        /// A cell for a thread parker's state word: an executor's own parker (the
+        /// token of [`Parker`](crate::Parker) is one), or any state machine whose
+        /// threads sleep until another changes the word with a read-modify-write.
+        /// It differs from [`new`](Self::new) in two ways:
+        ///
+        /// - Its waits spin, and wait in the hardware tier, only on evidence that
+        ///   the change is near: the waiting thread notified a cell or woke a parked
+        ///   waiter since its last wait, or the cell's last wait was caught by its
+        ///   spin or ended before it slept. Otherwise a wait goes straight to the
+        ///   kernel and reads neither the clock nor the run queue, so an idle
+        ///   worker's park costs what a futex wait costs.
+        /// - Its waiters run no `membarrier` before they sleep. Its
+        ///   read-modify-writes (`swap`, `fetch_*`, `compare_exchange`) and
+        ///   `notify_*` cost what they cost on any cell, but a
+        ///   [`store`](Self::store) on it takes the fenced slow path (a fence and a
+        ///   second look at the waiters, some 20 ns), as on a shared cell: a parker
+        ///   writes its state with exchanges anyway.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use mwait::WaitCell;
+        /// use std::sync::Arc;
+        /// const EMPTY: u32 = 0;
+        /// const NOTIFIED: u32 = 1;
+        /// let token = Arc::new(WaitCell::new_parker(EMPTY));
+        /// let t = token.clone();
+        /// let unparker = std::thread::spawn(move || t.swap(NOTIFIED));
+        /// token.wait_until(|v| v == NOTIFIED);
+        /// assert_eq!(token.swap(EMPTY), NOTIFIED);
+        /// unparker.join().unwrap();
+        /// ```
+        pub fn new_parker(value: u32) -> WaitCell {
+            WaitCell::parker_with_policy(value, WaitPolicy::new())
+        }
+
+        /// [`new_parker`](Self::new_parker) with a policy of its own (`Parker::with_policy`).
+        pub(crate) fn parker_with_policy(value: u32, policy: WaitPolicy) -> WaitCell {
             WaitCell::build(value, policy, false, true)
         }
 
@@ -149,10 +176,10 @@ impl WaitCell {
             WaitCell::build(value, WaitPolicy::new(), true, false)
         }
 
-        /// `parker`: the cell of [`for_parker`](Self::for_parker).
+        /// `parker`: the cell of [`new_parker`](Self::new_parker).
         fn build(value: u32, policy: WaitPolicy, shared: bool, parker: bool) -> WaitCell {
             WaitCell {
-                line: MonitorLine::new(value, shared),
+                line: MonitorLine::new(value, shared || parker),
                 waiters: WaiterLine {
                     adapt: Adaptive::new(),
                     policy,

@@ -10,12 +10,12 @@
 //! a token, once set, stays set until that thread takes it: no unpark is lost, and
 //! a park that returns has always taken one.
 //!
-//! The cell is a [`WaitCell::for_parker`] cell, which differs from a plain one in two
+//! The cell is a [`WaitCell::new_parker`] cell, which differs from a plain one in two
 //! ways:
-//! - It is written only by those two exchanges, never by a plain store, so a park
-//!   announces itself without the `membarrier` that a cell's light notifies would
-//!   need (a fresh parker's first park, and each park after a run of unparks that
-//!   found the parker awake, would otherwise pay one).
+//! - It is written only by those two exchanges, never by a plain store, and its
+//!   parks announce themselves without the `membarrier` that a cell's light stores
+//!   would need (a fresh parker's first park, and each park after a run of unparks
+//!   that found the parker awake, would otherwise pay one).
 //! - A park spins only on evidence that a token is near: this thread notified a cell
 //!   or unparked someone since its last wait (a ping-pong, a request and its answer,
 //!   an executor handing work on), or the parker's last park was caught by its spin
@@ -48,7 +48,7 @@ struct Token {
 impl Token {
     fn new(policy: WaitPolicy) -> Token {
         Token {
-            cell: WaitCell::for_parker(EMPTY, policy),
+            cell: WaitCell::parker_with_policy(EMPTY, policy),
         }
     }
 

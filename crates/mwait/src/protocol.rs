@@ -85,16 +85,19 @@
 //!
 //! `membarrier` reaches only this process's threads. A process-shared cell
 //! ([`WaitCell::new_shared`](crate::WaitCell::new_shared)) therefore carries a
-//! permanent bit in `state` that sends every notify to the slow path, which issues a
-//! `SeqCst` fence and looks at `state` again. Its waiters, facing fenced notifiers only, use a `SeqCst` fence in place of
-//! `membarrier` (the symmetric protocol above).
+//! permanent bit in `state`, `SHARED_SLOW`, that sends every light store to the slow
+//! path, which issues a `SeqCst` fence and looks at `state` again. Its waiters, facing
+//! fenced notifiers only, use a `SeqCst` fence in place of `membarrier` (the symmetric
+//! protocol above). A notify that follows a `SeqCst` read-modify-write, store or fence
+//! (`swap`, `fetch_*`, `compare_exchange`, `notify_*`) ignores the bit: its write (1)
+//! and load (2) and the waiter's announcement (3) and re-check (4) are all in the one
+//! total order, so the symmetric protocol holds without a second look.
 //!
-//! A cell that is only ever written by `SeqCst` read-modify-writes (the parker's
-//! token cell: `WaitCell::for_parker`, never stored to) needs neither:
-//! each notifier's write (1) and load (2) and the waiter's announcement (3) and
-//! re-check (4) are all `SeqCst`, so they sit in the one total order and the symmetric
-//! protocol holds without a barrier. Its waiters skip `membarrier` and never set
-//! `FENCED`, so the notifies that find them awake stay on the fast path.
+//! A parker's cell ([`WaitCell::new_parker`](crate::WaitCell::new_parker), the token
+//! of `mwait::Parker`) carries the same bit, for the same reason: its waiters skip
+//! `membarrier`, since a parker's state is written with read-modify-writes, and a
+//! store on it, which is allowed, takes the fenced slow path. Its waiters never set
+//! `FENCED`, so the unparks that find the parker awake stay on the fast path.
 //!
 //! ## A cell that parks often: the `FENCED` bit
 //!
@@ -249,11 +252,13 @@ pub(crate) trait OnWake {
 
 impl MonitorLine {
     const_fn_unless_loom! {
-        pub(crate) fn new(value: u32, shared: bool) -> MonitorLine {
+        /// `fenced_stores`: the cell's waiters skip `membarrier` (a process-shared
+        /// cell, a parker's), so its light stores must take the slow path.
+        pub(crate) fn new(value: u32, fenced_stores: bool) -> MonitorLine {
             MonitorLine {
                 value: AtomicU32::new(value),
                 _rest_of_line: [0; 15],
-                state: AtomicU32::new(if shared { SHARED_SLOW } else { 0 }),
+                state: AtomicU32::new(if fenced_stores { SHARED_SLOW } else { 0 }),
             }
         }
     }
@@ -274,10 +279,6 @@ impl MonitorLine {
         // One load of the platform's notify mode; where it is light, the line may
         // be asked for exclusively first, so that the load of `state` does not
         // fetch it shared for the store to fetch it again.
-        debug_assert!(
-            !s.notifies_fence,
-            "a cell whose waiters skip membarrier is never written with a light store"
-        );
         if park::begin_light_store(&self.value) {
             // The asymmetric barrier: parking waiters run membarrier(), so a
             // compiler barrier orders our store before our load of `state`.
@@ -301,7 +302,9 @@ impl MonitorLine {
     pub(crate) fn notify(&self, s: &Sleepers, n: u32, on_woke: &impl OnWake) {
         loom_sc_fence();
         let state = self.state.load(Ordering::SeqCst); // (2)
-        if state != 0 {
+                                                       // `SHARED_SLOW` is for light stores only: after a `SeqCst` write or fence
+                                                       // the symmetric protocol needs no second look (see the notes).
+        if state & !SHARED_SLOW != 0 {
             self.wake_slow(s, n, on_woke);
         }
     }

@@ -52,6 +52,26 @@ fn waiter_vs_notifier() {
     });
 }
 
+/// A parker's cell: its waiters skip `membarrier`, so a plain store on it must take
+/// the fenced path (its `SHARED_SLOW` bit); an exchange needs no second look.
+#[test]
+fn a_store_or_a_swap_on_a_parker_cell_wakes_its_waiter() {
+    for swap in [false, true] {
+        model(move || {
+            let cell = Arc::new(WaitCell::new_parker(0));
+            let c = cell.clone();
+            let waiter = thread::spawn(move || c.wait_until_with(|v| v == 1, &futex_only()));
+            if swap {
+                cell.swap(1);
+            } else {
+                cell.store(1);
+            }
+            assert_eq!(waiter.join().unwrap(), 1);
+            assert_eq!(cell.parked_waiters(), 0);
+        });
+    }
+}
+
 #[test]
 fn waiter_with_spin_vs_fetch_add() {
     model(|| {

@@ -277,3 +277,33 @@ fn a_parker_s_parks_make_no_membarrier_call() {
     );
     assert_eq!(calls(), c0, "no park of the parker ran membarrier");
 }
+
+/// A parker's cell (`WaitCell::new_parker`): its exchanges cost no call while
+/// nobody sleeps, a plain store on it (the fenced slow path) still wakes a parked
+/// waiter with exactly one call, and none of its parks runs `membarrier`.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_parker_cell_s_notifies_wake_exactly_whom_they_must() {
+    let _g = SERIAL.lock().unwrap();
+    let park_at_once = WaitPolicy::new().backend(Backend::Futex);
+    let soon = || std::time::Instant::now() + Duration::from_millis(2);
+    // The process's first park registers for membarrier: done before counting.
+    let _ = WaitCell::new(0).wait_until_deadline_with(|v| v == 1, soon(), &park_at_once);
+    let barriers = mwait::test_counters::membarrier_calls();
+    let cell = WaitCell::new_parker(0);
+    let before = futex_wake_calls();
+    for i in 0..1_000 {
+        cell.swap(i);
+        cell.store(i);
+    }
+    assert_eq!(futex_wake_calls(), before, "nobody sleeps: no call");
+    thread::scope(|s| {
+        let w = s.spawn(|| cell.wait_until_with(|v| v == 7_000, &park_at_once));
+        assert!(poll_until(SETTLE_LIMIT, || cell.parked_waiters() == 1));
+        let before = futex_wake_calls();
+        cell.store(7_000);
+        assert_eq!(w.join().unwrap(), 7_000);
+        assert_eq!(futex_wake_calls(), before + 1, "one store, one wake call");
+    });
+    assert_eq!(mwait::test_counters::membarrier_calls(), barriers);
+}

@@ -12,10 +12,10 @@ pub(crate) struct Sleepers {
     pub(super) queue: Queue,
     pub(super) registry: Registry,
     pub(super) shared: bool,
-    /// A parker's token cell (`WaitCell::for_parker`): every notify follows a
-    /// `SeqCst` read-modify-write of the value (it is never written with a plain
-    /// store), so its waiters need no `membarrier`; and its waits spin only on
-    /// evidence (`ladder::Learning::evidence_allows_spin`).
+    /// A parker's cell (`WaitCell::new_parker`): every notify follows a `SeqCst`
+    /// write or fence (its light stores go to the fenced slow path: `SHARED_SLOW`),
+    /// so its waiters need no `membarrier`; and its waits spin only on evidence
+    /// (`ladder::Learning::evidence_allows_spin`).
     pub(super) notifies_fence: bool,
     /// The notifier's clock reading right before its last `futex_wake` (0: none yet):
     /// written on the slow path only, read by a woken waiter to measure its wake-up

@@ -151,20 +151,25 @@ fn a_count_of_this_process_is_kept_and_the_tag_goes_with_the_last_waiter() {
     assert_eq!(epoch_tag(&Sleepers::new(true, false)), 0);
 }
 
-/// A cell written only by read-modify-writes (the parker's token): its park runs no
-/// barrier and leaves no `FENCED` behind, so a notify that finds the waiter gone
-/// takes the fast path (`state` stays 0), where a plain cell's park leaves `FENCED`
-/// and sends the next notifies to the slow path to count themselves.
+/// A parker's cell: its park runs no barrier and leaves no `FENCED` behind, so an
+/// exchange's notify that finds the waiter gone takes the fast path (`state` keeps
+/// only `SHARED_SLOW`), where a plain cell's park leaves `FENCED` and sends the next
+/// notifies to the slow path to count themselves.
 #[test]
-fn a_park_on_a_read_modify_write_cell_leaves_no_fenced_bit() {
-    let rmw = (MonitorLine::new(0, false), Sleepers::new(false, true));
+fn a_park_on_a_parker_cell_leaves_no_fenced_bit() {
+    let parker = (MonitorLine::new(0, true), Sleepers::new(false, true));
     let plain = cell();
-    for ((line, s), after) in [(rmw, 0), (plain, FENCED)] {
+    for ((line, s), base) in [(parker, SHARED_SLOW), (plain, 0)] {
         assert_eq!(line.park(&s, &mut |_| true, None), Ok(0));
-        assert_eq!(line.state.load(Ordering::Relaxed), after);
+        let fenced = if base == 0 { FENCED } else { 0 };
+        assert_eq!(line.state.load(Ordering::Relaxed), base | fenced);
         line.value.swap(1, Ordering::SeqCst);
         line.notify(&s, park::ALL, &Quiet);
-        let idle = if after == 0 { 0 } else { FENCED | IDLE_ONE };
+        let idle = if base == 0 {
+            FENCED | IDLE_ONE
+        } else {
+            SHARED_SLOW
+        };
         assert_eq!(line.state.load(Ordering::Relaxed), idle);
     }
 }
