@@ -4,12 +4,31 @@
 //! `summary.json`, `pingpong.svg` and `latency_cpu.svg`, then appends the rayon part
 //! of the clients section (`rayon_bench.rs`: two builds of rayon-core, run in
 //! turns). `--quick` takes about two minutes; the full run about ten (and a minute
-//! of rayon).
+//! of rayon). `cargo xtask bench --rayon [ROUNDS]` runs only the rayon part
+//! (13 rounds unless told) and appends it to `target/mwait-bench/rayon.md`.
 
 use crate::util::{self, cargo, project_root, step, Res};
 
-/// `cargo xtask bench [--quick]`.
+/// The rayon part's rounds in a full run (a quick run has 5).
+const RAYON_ROUNDS: usize = 13;
+
+/// `cargo xtask bench [--quick]` or `cargo xtask bench --rayon [ROUNDS]`.
 pub fn run(args: &[String]) -> Res {
+    if args.first().is_some_and(|a| a == "--rayon") {
+        let rounds = match &args[1..] {
+            [] => RAYON_ROUNDS,
+            [n] => n
+                .parse()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| format!("bench --rayon takes a number of rounds, got `{n}`"))?,
+            _ => return Err("bench --rayon takes at most one number of rounds".into()),
+        };
+        let out = project_root().join("target/mwait-bench");
+        std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+        step("clients: rayon-core stock and on a WaitCell per worker");
+        return crate::rayon_bench::run(rounds, &out.join("rayon.md"));
+    }
     let quick = args.iter().any(|a| a == "--quick");
     if let Some(bad) = args.iter().find(|a| *a != "--quick") {
         return Err(format!("bench takes only --quick, got `{bad}`"));
@@ -37,5 +56,5 @@ pub fn run(args: &[String]) -> Res {
     }
     util::run(&mut cmd)?;
     step("clients: rayon-core stock and on a WaitCell per worker");
-    crate::rayon_bench::run(if quick { 5 } else { 13 }, &out.join("report.md"))
+    crate::rayon_bench::run(if quick { 5 } else { RAYON_ROUNDS }, &out.join("report.md"))
 }
