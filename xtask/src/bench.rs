@@ -4,12 +4,31 @@
 //! `summary.json`, `pingpong.svg` and `latency_cpu.svg`, then appends the parts of
 //! the clients section on patched clients (`client_bench.rs`: two builds each of
 //! rayon-core and tokio, run in turns). `--quick` takes about two minutes; the full
-//! run about ten (and a few minutes of the clients).
+//! run about ten (and a few minutes of the clients). `cargo xtask bench --rayon
+//! [ROUNDS]` runs only the rayon part (13 rounds unless told) and appends it to
+//! `target/mwait-bench/rayon.md`.
 
 use crate::util::{self, cargo, project_root, step, Res};
 
-/// `cargo xtask bench [--quick]`.
+/// The client parts' rounds in a full run (a quick run has 5).
+const RAYON_ROUNDS: usize = 13;
+
+/// `cargo xtask bench [--quick]` or `cargo xtask bench --rayon [ROUNDS]`.
 pub fn run(args: &[String]) -> Res {
+    if args.first().is_some_and(|a| a == "--rayon") {
+        let rounds = match &args[1..] {
+            [] => RAYON_ROUNDS,
+            [n] => n
+                .parse()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| format!("bench --rayon takes a number of rounds, got `{n}`"))?,
+            _ => return Err("bench --rayon takes at most one number of rounds".into()),
+        };
+        let out = project_root().join("target/mwait-bench");
+        std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+        return crate::client_bench::run(rounds, &out.join("rayon.md"), Some("rayon-core"));
+    }
     let quick = args.iter().any(|a| a == "--quick");
     if let Some(bad) = args.iter().find(|a| *a != "--quick") {
         return Err(format!("bench takes only --quick, got `{bad}`"));
@@ -36,5 +55,9 @@ pub fn run(args: &[String]) -> Res {
         cmd.arg("--quick");
     }
     util::run(&mut cmd)?;
-    crate::client_bench::run(if quick { 5 } else { 13 }, &out.join("report.md"))
+    crate::client_bench::run(
+        if quick { 5 } else { RAYON_ROUNDS },
+        &out.join("report.md"),
+        None,
+    )
 }

@@ -123,10 +123,13 @@ const WRITE: &str = "writing to a String cannot fail";
 /// The example's name.
 const EXAMPLE: &str = "mwait_clients_bench";
 
-/// Runs `rounds` rounds of each client's program and appends their parts, with
-/// their targets, to `report`.
-pub fn run(rounds: usize, report: &Path) -> Res {
-    for bench in BENCHES {
+/// Runs `rounds` rounds of each client's program (or of `only`'s) and appends their
+/// parts, with their targets, to `report`.
+pub fn run(rounds: usize, report: &Path, only: Option<&str>) -> Res {
+    for bench in BENCHES
+        .iter()
+        .filter(|b| only.is_none_or(|c| c == b.client))
+    {
         util::step(&format!("clients: {}, stock and patched", bench.client));
         let md = run_one(bench, rounds)?;
         print!("{md}");

@@ -38,6 +38,9 @@ commands:
                   and R rounds of the lost wake-up stress (default 10^7);
                   --rounds alone runs only the latter
   bench [--quick] the benchmark suite; writes target/mwait-bench/report.md
+  bench --rayon [ROUNDS]
+                  only its rayon part (rayon-core stock and patched, in turns);
+                  appends to target/mwait-bench/rayon.md
   hw-test         the hardware tiers' suites (UMWAIT under qemu-user, MWAITX native)
   wine-test       builds the mwait test suites for x86_64-pc-windows-gnu and
                   runs them under Wine (installs wine64 and MinGW)

@@ -49,6 +49,7 @@ pub struct WaitPolicy {
     adaptive: bool,
     cstate: CState,
     backend: Option<Backend>,
+    handoff: bool,
 }
 
 impl Default for WaitPolicy {
@@ -67,6 +68,7 @@ impl WaitPolicy {
             adaptive: true,
             cstate: CState::C0_1,
             backend: None,
+            handoff: true,
         }
     }
 
@@ -96,6 +98,29 @@ impl WaitPolicy {
     pub const fn adaptive(mut self, on: bool) -> WaitPolicy {
         self.adaptive = on;
         self
+    }
+
+    /// Whether a wait right after this thread woke a parked waiter spins the longer
+    /// hand-off budget (on by default): such a wait most likely awaits the woken
+    /// thread's answer. A wait that never awaits one, an idle worker waiting for
+    /// whoever brings work, turns it off and spins the ordinary budget.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mwait::WaitPolicy;
+    /// let idle = WaitPolicy::new().handoff(false);
+    /// assert!(!idle.spins_handoff());
+    /// assert!(WaitPolicy::new().spins_handoff());
+    /// ```
+    pub const fn handoff(mut self, on: bool) -> WaitPolicy {
+        self.handoff = on;
+        self
+    }
+
+    /// Whether waits under this policy take the hand-off spin after a wake.
+    pub const fn spins_handoff(&self) -> bool {
+        self.handoff
     }
 
     /// The power state of hardware waits.
@@ -220,6 +245,7 @@ impl WaitPolicy {
             park: self.park && backend != Backend::Spin,
             adaptive: self.is_adaptive(),
             cstate: self.cstate,
+            handoff: self.handoff,
         }
     }
 }
@@ -234,6 +260,7 @@ pub(crate) struct Resolved {
     pub park: bool,
     pub adaptive: bool,
     pub cstate: CState,
+    pub handoff: bool,
 }
 
 impl Resolved {

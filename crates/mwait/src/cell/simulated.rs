@@ -42,6 +42,7 @@ fn policy(hw_ns: u64) -> Resolved {
         park: true,
         adaptive: false,
         cstate: CState::C0_1,
+        handoff: true,
     }
 }
 

@@ -147,7 +147,10 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
     /// run-queue check are read only where a spin or a hardware wait may follow: a
     /// waiter that goes straight to park (a slow producer) pays for neither.
     fn start(word: W, cell: Learning<'a>, pol: Resolved, deadline: Option<u64>) -> Climb<'a, W> {
+        // The note of a wake is taken whatever the policy, so that it cannot
+        // reach a later wait.
         let handoff = match adapt::take_woke() {
+            _ if !pol.handoff => false,
             Woke::Nobody => false,
             Woke::Partner => true,
             // This thread woke its partner on its own CPU and now waits, for the

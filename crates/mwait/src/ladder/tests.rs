@@ -19,6 +19,7 @@ fn run_hardware_tier(hw: &SimMonitor, target: u32) -> (Option<u32>, bool, u64) {
         park: true,
         adaptive: false,
         cstate: CState::C0_1,
+        handoff: true,
     };
     let cell = parts.waiter();
     let mut c = Climb::start(cell.word(), cell.learning(), pol, None);
@@ -76,6 +77,7 @@ fn a_wait_that_finds_the_change_in_the_park_tier_counts_as_caught() {
         park: true,
         adaptive: true,
         cstate: CState::C0_1,
+        handoff: true,
     };
     assert!(!caught.get());
     let hw: Option<&SimMonitor> = None;
@@ -122,6 +124,27 @@ fn a_parker_cell_without_evidence_parks_at_once() {
     assert!(!adapt::take_notified(), "the wait took the note");
     let gate = load::last_reading_allows_spin();
     assert!(c.can_help || !gate, "only the run-queue gate may stop it");
+}
+
+#[test]
+fn a_policy_without_the_handoff_spin_ignores_and_forgets_a_wake() {
+    let parts = Parts::new(0);
+    let cell = parts.waiter();
+    let pol = |handoff| Resolved {
+        spin_ns: 1_000,
+        hw_ns: 0,
+        hw: None,
+        spin_pause: None,
+        park: true,
+        adaptive: false,
+        cstate: CState::C0_1,
+        handoff,
+    };
+    adapt::note_woke(Woke::Partner);
+    assert!(Climb::start(cell.word(), cell.learning(), pol(true), None).handoff);
+    adapt::note_woke(Woke::Partner);
+    assert!(!Climb::start(cell.word(), cell.learning(), pol(false), None).handoff);
+    assert_eq!(adapt::take_woke(), Woke::Nobody, "the wake was taken");
 }
 
 #[test]
@@ -233,6 +256,7 @@ fn the_hardware_tier_sees_a_change_of_the_high_half_of_a_u64() {
         park: true,
         adaptive: false,
         cstate: CState::C0_1,
+        handoff: true,
     };
     let caught = Caught::new();
     let learning = Learning {
