@@ -128,7 +128,7 @@ const EXAMPLE: &str = "mwait_clients_bench";
 pub fn run(rounds: usize, report: &Path, only: Option<&str>) -> Res {
     for bench in BENCHES
         .iter()
-        .filter(|b| only.is_none_or(|c| c == b.client))
+        .filter(|b| only.map_or(true, |c| c == b.client))
     {
         util::step(&format!("clients: {}, stock and patched", bench.client));
         let md = run_one(bench, rounds)?;

@@ -108,6 +108,7 @@ fn a_parker_cell_without_evidence_parks_at_once() {
         park: true,
         adaptive: true,
         cstate: CState::C0_1,
+        handoff: true,
     };
     let _ = (adapt::take_woke(), adapt::take_notified());
     let c = Climb::start(cell.word(), cell.learning(), pol, None);
