@@ -34,8 +34,9 @@ fn section(o: &mut Out, budget: Duration) -> Vec<(String, Vec<Point>)> {
         "A producer on CPU 0 stores after each idle gap (slept, then spun for the last \
          200 µs), a waiter on CPU 1 waits for every store; at least {} ms and {} stores \
          per gap. Each cell: the waiter's CPU share / its wake-up p50 (store to waiter \
-         running). Drawn in `latency_cpu.svg`. `mwait::Parker` is not drawn: it does \
-         not exist on this branch yet.\n",
+         running). Drawn in `latency_cpu.svg`. `mwait::Parker` is not drawn: its one \
+         token merges the stores that come before a park, so it cannot wait for every \
+         store; the clients section measures it.\n",
         budget.as_millis(),
         tradeoff::MIN_STORES
     );
