@@ -244,8 +244,8 @@ async fn chain(ex: &async_executor::Executor<'_>) {
 /// that only its one waiter takes (a `Parker` is `Send`, not `Sync`), on a line of
 /// its own: the waiter writes the mutex at every park, and beside the unparker
 /// handle that the other thread reads at every unpark it would move that line
-/// between the CPUs once more per hop (a cost of this harness, not of the parker:
-/// 121–133 ns against 71–91 ns per round trip in one probe on the 2-vCPU guest).
+/// between the CPUs once more per hop, a cost of this harness and not of the
+/// parker.
 pub struct ParkerSignal {
     parker: OwnLine<Mutex<mwait::Parker>>,
     unparker: mwait::Unparker,

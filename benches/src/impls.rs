@@ -320,12 +320,15 @@ pub fn waitcell_tiers() -> Vec<(String, Make)> {
         .collect()
 }
 
-/// The mechanism with the report name `name` (a peer, `waitcell`, or
-/// `waitcell-<tier>` for any tier, usable here or not), built without asking the
-/// selection.
+/// The mechanism with the report name `name` (a peer, `waitcell`, `waitcell-<tier>`
+/// for any tier, usable here or not, or `mwait-parker`, the raw parker of the
+/// clients section, for the ping-pongs only), built without asking the selection.
 pub fn by_name(name: &str) -> Option<Make> {
     if let Some((_, make)) = peers().into_iter().find(|(n, _)| n == name) {
         return Some(make);
+    }
+    if name == "mwait-parker" {
+        return Some(crate::clients::parker_signal);
     }
     forced(name.strip_prefix("waitcell-")?.parse().ok()?)
 }

@@ -116,7 +116,8 @@ impl WaitCell {
         /// It differs from [`new`](Self::new) in two ways:
         ///
         /// - Its waits spin, and wait in the hardware tier, only on evidence that
-        ///   the change is near: the waiting thread notified a cell or woke a parked
+        ///   the change is near: the waiting thread changed a cell with a
+        ///   read-modify-write or `notify_*` (an unpark, say) or woke a parked
         ///   waiter since its last wait, or the cell's last wait was caught by its
         ///   spin or ended before it slept. Otherwise a wait goes straight to the
         ///   kernel and reads neither the clock nor the run queue, so an idle
@@ -125,7 +126,7 @@ impl WaitCell {
         ///   read-modify-writes (`swap`, `fetch_*`, `compare_exchange`) and
         ///   `notify_*` cost what they cost on any cell, but a
         ///   [`store`](Self::store) on it takes the fenced slow path (a fence and a
-        ///   second look at the waiters, some 20 ns), as on a shared cell: a parker
+        ///   second look at the waiters), as on a shared cell: a parker
         ///   writes its state with exchanges anyway.
         ///
         /// # Examples
@@ -255,7 +256,6 @@ impl WaitCell {
     /// ```
     #[inline]
     pub fn store(&self, value: u32) {
-        adapt::note_notified();
         self.line
             .store(&self.waiters.sleepers, value, &self.waiters.adapt);
     }

@@ -16,10 +16,10 @@
 //!   parks announce themselves without the `membarrier` that a cell's light stores
 //!   would need (a fresh parker's first park, and each park after a run of unparks
 //!   that found the parker awake, would otherwise pay one).
-//! - A park spins only on evidence that a token is near: this thread notified a cell
-//!   or unparked someone since its last wait (a ping-pong, a request and its answer,
-//!   an executor handing work on), or the parker's last park was caught by its spin
-//!   or ended before it slept. Without it (an idle worker that waits for whoever
+//! - A park spins only on evidence that a token is near: this thread unparked
+//!   someone (or changed a cell with a read-modify-write) since its last wait (a
+//!   ping-pong, a request and its answer, an executor handing work on), or the
+//!   parker's last park was caught by its spin or ended before it slept. Without it (an idle worker that waits for whoever
 //!   brings work) the park goes straight to the kernel, reading neither the clock
 //!   nor the run queue, and costs what a futex wait costs.
 

@@ -402,7 +402,7 @@ impl MonitorLine {
     #[inline]
     fn barrier_unless_fenced(&self, s: &Sleepers, old: u32) -> bool {
         loom_sc_fence();
-        if s.notifies_fence {
+        if s.parker {
             // Every notifier writes with a `SeqCst` read-modify-write (1) before its
             // `SeqCst` load (2), and the announcement (3) is one too, before the
             // `SeqCst` re-check (4): the four are in the single total order, so no

@@ -318,7 +318,6 @@ pub fn wake_counted<A: Atomic>(ptr: *const A, n: u32) -> usize {
 /// `addr` may be parked.
 #[inline(always)]
 fn wake(addr: usize, n: u32) -> usize {
-    ladder::adapt::note_notified();
     bucket(addr).wake(addr, n)
 }
 

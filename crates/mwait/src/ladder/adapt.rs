@@ -250,15 +250,18 @@ std::thread_local! {
     static NOTIFIED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Notes that this thread notified a cell or a word (a store, a read-modify-write, a
-/// notify, an unpark): its next wait may be for the answer. One byte store to a
-/// thread-local.
+/// Notes that this thread changed a cell with a read-modify-write or called its
+/// `notify_*` (every unpark is a `swap`): its next wait may be for the answer. One
+/// byte store to a thread-local, beside a locked instruction or a fence; a plain
+/// `store` and a bare atomic's wake, whose fast paths stay a store (or nothing) and
+/// one load, note nothing unless they wake a parked waiter (`note_woke`).
 #[inline(always)]
 pub(crate) fn note_notified() {
     NOTIFIED.with(|c| c.set(true));
 }
 
-/// Whether this thread notified any cell or word since its last wait (and forgets it).
+/// Whether this thread noted a notify ([`note_notified`]) since its last wait (and
+/// forgets it).
 #[inline]
 pub(crate) fn take_notified() -> bool {
     NOTIFIED.with(|c| c.replace(false))

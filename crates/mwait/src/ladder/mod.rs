@@ -142,6 +142,22 @@ struct Climb<'a, W> {
     no_evidence: bool,
 }
 
+/// The spin budget of a wait under `pol` on `cell`: the policy's own where it does
+/// not adapt; where the process's defaults say spin (it has more than one CPU), the
+/// measured wake-up latency (`estimate.rs`, "The rule"), or twice it for a
+/// hand-off, as the cell's adaptive score allows.
+fn spin_budget(cell: Learning<'_>, pol: &Resolved, handoff: bool) -> u64 {
+    match pol.adaptive {
+        false => pol.spin_ns,
+        true if pol.spin_ns > 0 => {
+            let b = estimate::current(Capabilities::detect().hypervisor);
+            let base = if handoff { b.handoff_ns } else { b.spin_ns };
+            cell.adapt.spin_budget(base, handoff)
+        }
+        true => 0,
+    }
+}
+
 impl<'a, W: Word<'a>> Climb<'a, W> {
     /// Resolves the spin budget and whether spinning can help. The clock and the
     /// run-queue check are read only where a spin or a hardware wait may follow: a
@@ -169,17 +185,10 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
         // (`Learning::evidence_allows_spin`); without it the wait parks at once, and
         // neither the clock nor the run queue is read.
         let no_evidence = pol.adaptive && !cell.evidence_allows_spin(handoff || notified || caught);
-        let spin_ns = match pol.adaptive {
-            _ if no_evidence => 0,
-            false => pol.spin_ns,
-            // The process's defaults say spin (it has more than one CPU): the budget
-            // comes from the measured wake-up latency (`estimate.rs`, "The rule").
-            true if pol.spin_ns > 0 => {
-                let b = estimate::current(Capabilities::detect().hypervisor);
-                let base = if handoff { b.handoff_ns } else { b.spin_ns };
-                cell.adapt.spin_budget(base, handoff)
-            }
-            true => 0,
+        let spin_ns = if no_evidence {
+            0
+        } else {
+            spin_budget(cell, &pol, handoff)
         };
         // Whether the CPU we would hold is needed by others. A wait that will spin
         // starts from the last reading of the run queue and spins its first round of
@@ -452,10 +461,10 @@ fn park_tier<'a, W: Word<'a>>(
         adapt.note_parking();
         c.cell.caught.note(false);
         // The clock is read around the sleep only on the parks that measure it, and
-        // never on a parker's park without evidence: after an idle spell the clock's
-        // pages are cold, and their misses cost such a park about 4 us of CPU on the
-        // 2-vCPU guest (16 against 20 us for a fresh thread's idle `block_on`, where
-        // futures-lite's costs 11); the parks that spin on evidence measure it.
+        // never on a parker's park without evidence, which reads no clock at all:
+        // after an idle spell the clock's pages are cold, and their misses would
+        // cost an idle park more than the rest of mwait's path (`docs/clients.md`).
+        // The parks that spin on evidence measure the wake-up latency.
         let parked_ns = (!c.no_evidence && estimate::wake_sample_due()).then(now_ns);
         match c.word.park(&mut *pred, c.deadline) {
             Ok(v) => return c.finish(v, Ended::Park),

@@ -6,21 +6,27 @@ use crate::primitive::AtomicU64;
 use crate::primitive::Ordering;
 use std::cell::Cell;
 
+/// A resolved policy for the ladder's tests: spin and hardware budgets, whether it
+/// adapts; no hardware tier of the process's, parking on, the hand-off spin on.
+fn policy(spin_ns: u64, hw_ns: u64, adaptive: bool) -> Resolved {
+    Resolved {
+        spin_ns,
+        hw_ns,
+        hw: None,
+        spin_pause: None,
+        park: true,
+        adaptive,
+        cstate: CState::C0_1,
+        handoff: true,
+    }
+}
+
 /// Runs the hardware tier on a fresh cell holding 0 with `hw`, until `target`.
 /// Returns what the tier returned, whether it recorded its start, and how many
 /// spurious returns it counted.
 fn run_hardware_tier(hw: &SimMonitor, target: u32) -> (Option<u32>, bool, u64) {
     let parts = Parts::new(0);
-    let pol = Resolved {
-        spin_ns: 0,
-        hw_ns: 60_000_000_000,
-        hw: None,
-        spin_pause: None,
-        park: true,
-        adaptive: false,
-        cstate: CState::C0_1,
-        handoff: true,
-    };
+    let pol = policy(0, 60_000_000_000, false);
     let cell = parts.waiter();
     let mut c = Climb::start(cell.word(), cell.learning(), pol, None);
     let r = hardware_tier(&mut c, hw, &mut |v| v == target);
@@ -69,16 +75,7 @@ fn a_wait_that_finds_the_change_in_the_park_tier_counts_as_caught() {
     let (cell, caught) = (parts.waiter(), &parts.caught);
     // An adaptive wait whose spin is skipped (as the run-queue gate skips it),
     // on a cell whose last spin did not catch the change.
-    let pol = Resolved {
-        spin_ns: 0,
-        hw_ns: 0,
-        hw: None,
-        spin_pause: None,
-        park: true,
-        adaptive: true,
-        cstate: CState::C0_1,
-        handoff: true,
-    };
+    let pol = policy(0, 0, true);
     assert!(!caught.get());
     let hw: Option<&SimMonitor> = None;
     let o = climb(cell, &mut |v| v == 1, None, pol, hw);
@@ -100,16 +97,7 @@ fn a_parker_cell_without_evidence_parks_at_once() {
     let mut parts = Parts::new(0);
     parts.sleepers = Sleepers::new(false, true);
     let cell = parts.waiter();
-    let pol = Resolved {
-        spin_ns: 1_000,
-        hw_ns: 1_000,
-        hw: None,
-        spin_pause: None,
-        park: true,
-        adaptive: true,
-        cstate: CState::C0_1,
-        handoff: true,
-    };
+    let pol = policy(1_000, 1_000, true);
     let _ = (adapt::take_woke(), adapt::take_notified());
     let c = Climb::start(cell.word(), cell.learning(), pol, None);
     assert_eq!((c.spin_ns, c.can_help), (0, false));
@@ -132,14 +120,8 @@ fn a_policy_without_the_handoff_spin_ignores_and_forgets_a_wake() {
     let parts = Parts::new(0);
     let cell = parts.waiter();
     let pol = |handoff| Resolved {
-        spin_ns: 1_000,
-        hw_ns: 0,
-        hw: None,
-        spin_pause: None,
-        park: true,
-        adaptive: false,
-        cstate: CState::C0_1,
         handoff,
+        ..policy(1_000, 0, false)
     };
     adapt::note_woke(Woke::Partner);
     assert!(Climb::start(cell.word(), cell.learning(), pol(true), None).handoff);
@@ -249,16 +231,7 @@ fn the_hardware_tier_sees_a_change_of_the_high_half_of_a_u64() {
         store_at: 3,
     };
     let (adapt, stats) = (Adaptive::new(), CellStats::new());
-    let pol = Resolved {
-        spin_ns: 0,
-        hw_ns: 60_000_000_000,
-        hw: None,
-        spin_pause: None,
-        park: true,
-        adaptive: false,
-        cstate: CState::C0_1,
-        handoff: true,
-    };
+    let pol = policy(0, 60_000_000_000, false);
     let caught = Caught::new();
     let learning = Learning {
         adapt: &adapt,

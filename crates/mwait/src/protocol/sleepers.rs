@@ -16,7 +16,7 @@ pub(crate) struct Sleepers {
     /// write or fence (its light stores go to the fenced slow path: `SHARED_SLOW`),
     /// so its waiters need no `membarrier`; and its waits spin only on evidence
     /// (`ladder::Learning::evidence_allows_spin`).
-    pub(super) notifies_fence: bool,
+    pub(super) parker: bool,
     /// The notifier's clock reading right before its last `futex_wake` (0: none yet):
     /// written on the slow path only, read by a woken waiter to measure its wake-up
     /// latency (`ladder::estimate`). A statistic: relaxed std atomic, not modelled.
@@ -25,12 +25,12 @@ pub(crate) struct Sleepers {
 
 impl Sleepers {
     const_fn_unless_loom! {
-        pub(crate) fn new(shared: bool, notifies_fence: bool) -> Sleepers {
+        pub(crate) fn new(shared: bool, parker: bool) -> Sleepers {
             Sleepers {
                 queue: Queue::new(),
                 registry: Registry::new(),
                 shared,
-                notifies_fence,
+                parker,
                 wake_stamp: std::sync::atomic::AtomicU64::new(0),
             }
         }
@@ -42,10 +42,10 @@ impl Sleepers {
         self.shared
     }
 
-    /// Whether this is a parker's token cell (see `notifies_fence`).
+    /// Whether this is a parker's cell (see the field).
     #[inline]
     pub(crate) fn parker(&self) -> bool {
-        self.notifies_fence
+        self.parker
     }
 
     /// The async registry.
