@@ -244,7 +244,7 @@ impl Bucket {
     /// the announcement word when no waiter of `addr` is announced in the bucket.
     #[inline(always)]
     pub(crate) fn wake(&self, addr: usize, n: u32) -> usize {
-        let a = if park::begin_light_store(&self.announced) {
+        let a = if park::begin_light_check() {
             // The asymmetric barrier: every waiter that announces itself runs the
             // waiter barrier (membarrier) after its announcement.
             park::light_fence();

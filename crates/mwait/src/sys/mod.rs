@@ -167,14 +167,17 @@ pub(crate) mod park {
     //!   process executes a full barrier before it returns). Where it says yes it may
     //!   also prepare the line for the store (a PREFETCHW on Linux x86-64), which orders
     //!   nothing.
+    //! - [`begin_light_check`]: the same answer, for a notifier that only reads the
+    //!   line it looks at (the waiter table's announcement word, after the caller's
+    //!   own store elsewhere): no preparation of the line.
     //! - [`light_fence`]: between the light notifier's store and its load of the sleeper
     //!   count: a compiler barrier ([`end_light_store`] after the load: nothing). The
     //!   loom model puts its barrier's interrupt points at these three calls.
 
     pub(crate) use super::contract::Parked;
     pub(crate) use super::platform::{
-        begin_light_store, end_light_store, fork_generation, light_fence, prepare, wait,
-        waiter_barrier, wake, Queue,
+        begin_light_check, begin_light_store, end_light_store, fork_generation, light_fence,
+        prepare, wait, waiter_barrier, wake, Queue,
     };
 
     /// `wake`'s `n` for "every sleeper".

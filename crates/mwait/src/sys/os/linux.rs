@@ -184,6 +184,13 @@ pub(crate) fn begin_light_store(word: &AtomicU32) -> bool {
     }
 }
 
+/// See the contract in [`super::park`]: one load of the mode, nothing else (the
+/// line looked at is only read).
+#[inline(always)]
+pub(crate) fn begin_light_check() -> bool {
+    NOTIFY_MODE.load(Ordering::Relaxed) != NOTIFY_FENCED
+}
+
 /// `membarrier(PRIVATE_EXPEDITED)` where this process could register for it (then
 /// notifiers use the light path), else a `SeqCst` fence (then they never do). The
 /// first call registers; every waiter blocks on that one-time registration, so no

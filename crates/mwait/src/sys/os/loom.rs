@@ -102,6 +102,12 @@ pub(crate) fn begin_light_store(_word: &AtomicU32) -> bool {
     true
 }
 
+/// As [`begin_light_store`], for a notifier that only reads.
+pub(crate) fn begin_light_check() -> bool {
+    interrupt_point(my_slot(), true);
+    true
+}
+
 /// Between the light store (1) and load (2): an interrupt point.
 pub(crate) fn light_fence() {
     interrupt_point(my_slot(), true);
