@@ -173,20 +173,33 @@
 //! ## Counts left by a fork
 //!
 //! A child of `fork()` inherits a copy of every private cell, parked count included,
-//! but none of the parent's parked threads: without repair, every notify in the child
-//! would go to the slow path and make a `futex_wake` for nobody, and `FENCED` would
-//! never clear. So a non-zero count carries a tag, the fork generation of the process
-//! whose waiters it counts (`sys::park::fork_generation`, one more in each child); the
-//! tag goes when the count returns to 0. A waiter whose announcement (3) finds a count
-//! under another tag replaces it by its own 1, and a notifier whose second look finds
-//! one removes it with a compare-exchange. Neither can remove a live waiter: every
-//! waiter of this process announced itself under this process's tag (the thread that
-//! called `fork()` was not parked, and no other thread runs in the child), and a
-//! waiter that announces itself after the notifier's second look is covered by the
-//! Dekker pair as usual. The tag has 6 bits, so a descendant 64 forks down cannot
-//! tell its ancestor's counts from its own (it then wakes nobody, as before). A
-//! process-shared cell's counts carry no tag: its waiters belong to several
-//! processes by design, and one killed while parked leaves its count behind.
+//! but none of the parent's parked threads, with one exception: the thread that
+//! called `fork()` goes on in the child, and it may have been counted itself (a
+//! predicate that forks inside the park, or a signal handler that forks while the
+//! thread sleeps in an `SA_RESTART` futex wait). So a non-zero count carries a tag,
+//! the fork generation of the process whose waiters it counts
+//! (`sys::park::fork_generation`, one more in each child), and each waiter keeps the
+//! tag it announced itself under:
+//!
+//! - a waiter's announcement (3) that finds a count under another tag replaces it by
+//!   its own 1 and wakes every sleeper of the cell once; a notifier whose second look
+//!   finds one removes it with a compare-exchange and wakes every sleeper once too.
+//!   A forked thread asleep under the old tag is among them: it wakes, re-checks,
+//!   and announces itself under this process's tag;
+//! - a waiter that finds, after its re-check (4), that its process's generation is no
+//!   longer the one it announced under (its predicate forked) does not sleep: it
+//!   returns and announces itself again;
+//! - a withdrawal takes one from the count only when the count stands under the
+//!   withdrawing waiter's own tag, never from another tag's count nor from 0.
+//!
+//! No live waiter is lost: every waiter of this process sleeps counted under this
+//! process's tag, or is woken by the wake that removed its old count; a waiter that
+//! announces itself after a notifier's second look is covered by the Dekker pair as
+//! usual. The tag has 6 bits, so a descendant 64 forks down cannot tell its
+//! ancestor's counts from its own (it then wakes nobody, as before). A process-shared
+//! cell's counts carry no tag: its waiters belong to several processes by design, and
+//! one killed while parked leaves its count behind (its only cost is a wake of nobody
+//! on each later notify).
 //!
 //! ## Async waiters
 //!
@@ -214,8 +227,8 @@ use crate::registry::ASYNC_REGISTERED;
 use crate::sys::park::{self, Parked};
 use sleepers::Sleepers;
 use state::{
-    announced, fenced_after_idle_notify, withdrawn, EPOCH_MASK, EPOCH_SHIFT, FENCED, IDLE_MASK,
-    PARKED_MASK, SHARED_SLOW,
+    announced, fenced_after_idle_notify, replaces_foreign_count, withdrawn, EPOCH_MASK,
+    EPOCH_SHIFT, FENCED, IDLE_MASK, PARKED_MASK, SHARED_SLOW,
 };
 use std::task::Waker;
 
@@ -320,7 +333,11 @@ impl MonitorLine {
         fence(Ordering::SeqCst);
         let mut state = self.state.load(Ordering::SeqCst);
         if state & PARKED_MASK != 0 && state & EPOCH_MASK != epoch_tag(s) {
-            // Counted by the parent of a fork: none of them runs in this process.
+            // Counted under the tag of an ancestor process: none of those waiters
+            // runs here, but the thread that called `fork()` may have been one of
+            // them (a predicate or a signal handler that forked during its park). The
+            // count goes, and a wake of every sleeper makes such a thread re-check
+            // and announce itself under this process's tag.
             let repaired = state & !(PARKED_MASK | EPOCH_MASK);
             state = match self.state.compare_exchange(
                 state,
@@ -383,7 +400,13 @@ impl MonitorLine {
             }) {
             Ok(old) | Err(old) => old,
         }; // (3)
-        let _counted = Announced(self);
+        let _counted = Announced { line: self, tag };
+        if replaces_foreign_count(old, tag) {
+            // A thread of an ancestor process's count may be asleep here (it forked
+            // during its park): its count is gone, so it must re-check and announce
+            // itself again (see "Counts left by a fork").
+            park::wake(&s.queue, &self.value, park::ALL, s.shared);
+        }
         if self.barrier_unless_fenced(s, old) {
             // Still counted: the bit is set while our announcement stands.
             self.state.fetch_or(FENCED, Ordering::SeqCst);
@@ -391,6 +414,12 @@ impl MonitorLine {
         let v = self.value.load(Ordering::SeqCst); // (4)
         if pred(v) {
             return Ok(v);
+        }
+        if epoch_tag(s) != tag {
+            // The predicate forked, and this is the child: the announcement counts
+            // this thread under the parent's tag, which this process's notifiers
+            // drop. Announce again under this process's own.
+            return Err(Parked::Changed);
         }
         Err(park::wait(&s.queue, &self.value, v, deadline_ns, s.shared))
     }
@@ -420,17 +449,14 @@ impl MonitorLine {
 
     /// The heavy half of the barrier between announcing a waiter in `state` and the
     /// re-check of the value (see "Notes about memory ordering"). A process-shared
-    /// cell's notifiers always fence (its `SHARED_SLOW` bit), so its waiters need no
-    /// `membarrier`, which would not reach another process's notifier anyway; a
-    /// plain fence also keeps a child of `fork()` off the one-time registration,
-    /// whose lock another thread of the parent may have held at the fork.
+    /// cell never gets here (its notifiers always fence, by its `SHARED_SLOW` bit),
+    /// which also keeps a child of `fork()` that waits on one off the one-time
+    /// registration, whose lock another thread of the parent may have held at the
+    /// fork.
     #[inline]
     fn waiter_barrier(&self, s: &Sleepers) {
-        if s.shared {
-            fence(Ordering::SeqCst);
-        } else {
-            park::waiter_barrier();
-        }
+        debug_assert!(!s.shared, "a shared cell's waiters run no barrier");
+        park::waiter_barrier();
     }
 
     /// The async waiter's announcement: arms `waker` in the registry, which sets
@@ -456,20 +482,25 @@ impl MonitorLine {
     }
 }
 
-/// A parked waiter's announcement in `state`, withdrawn on drop: `Relaxed`, it orders
-/// nothing (a notifier that still sees the old count makes one unneeded wake, no
-/// more).
-struct Announced<'a>(&'a MonitorLine);
+/// A parked waiter's announcement in `state` under the fork tag `tag`, withdrawn on
+/// drop: `Relaxed`, it orders nothing (a notifier that still sees the old count makes
+/// one unneeded wake, no more).
+struct Announced<'a> {
+    line: &'a MonitorLine,
+    tag: u32,
+}
 
 impl Drop for Announced<'_> {
     #[inline]
     fn drop(&mut self) {
-        // The last one out takes the count's fork tag with it.
+        // The last one out takes the count's fork tag with it; a count under another
+        // tag (or none left) is not ours to take from.
+        let tag = self.tag;
         let _ = self
-            .0
+            .line
             .state
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |st| {
-                Some(withdrawn(st))
+                withdrawn(st, tag)
             });
     }
 }
