@@ -87,11 +87,14 @@
 //! ([`WaitCell::new_shared`](crate::WaitCell::new_shared)) therefore carries a
 //! permanent bit in `state`, `SHARED_SLOW`, that sends every light store to the slow
 //! path, which issues a `SeqCst` fence and looks at `state` again. Its waiters, facing
-//! fenced notifiers only, use a `SeqCst` fence in place of `membarrier` (the symmetric
-//! protocol above). A notify that follows a `SeqCst` read-modify-write, store or fence
-//! (`swap`, `fetch_*`, `compare_exchange`, `notify_*`) ignores the bit: its write (1)
-//! and load (2) and the waiter's announcement (3) and re-check (4) are all in the one
-//! total order, so the symmetric protocol holds without a second look.
+//! fenced notifiers only, run no barrier at all (their announcement is a `SeqCst`
+//! read-modify-write, their re-check a `SeqCst` load: the symmetric protocol above),
+//! and never set `FENCED`. No waker is ever armed on such a cell (a waker points into
+//! one process's memory), and its notifiers never look at its registry. A notify
+//! that follows a `SeqCst` read-modify-write, store or fence (`swap`, `fetch_*`,
+//! `compare_exchange`, `notify_*`) ignores the bit: its write (1) and load (2) and
+//! the waiter's announcement (3) and re-check (4) are all in the one total order, so
+//! the symmetric protocol holds without a second look.
 //!
 //! A parker's cell ([`WaitCell::new_parker`](crate::WaitCell::new_parker), the token
 //! of `mwait::Parker`) carries the same bit, for the same reason: its waiters skip
@@ -345,7 +348,10 @@ impl MonitorLine {
                 Ordering::SeqCst,
                 Ordering::SeqCst,
             ) {
-                Ok(_) => repaired,
+                Ok(_) => {
+                    park::wake(&s.queue, &self.value, park::ALL, s.shared);
+                    repaired
+                }
                 Err(now) => now,
             };
         }
@@ -372,7 +378,10 @@ impl MonitorLine {
             park::wake(&s.queue, &self.value, n, s.shared);
             on_woke.parked_woken();
         }
-        if state & ASYNC_REGISTERED != 0 {
+        // A process-shared cell never arms a waker (its entries refuse async waits),
+        // so the bit there can only come from another process: its registry, with
+        // pointers into that process's memory, is never touched.
+        if state & ASYNC_REGISTERED != 0 && !s.shared {
             s.registry
                 .wake(&self.state, if n == 1 { 1 } else { usize::MAX });
         }
@@ -431,13 +440,14 @@ impl MonitorLine {
     #[inline]
     fn barrier_unless_fenced(&self, s: &Sleepers, old: u32) -> bool {
         loom_sc_fence();
-        if s.parker {
-            // Every notifier writes with a `SeqCst` read-modify-write (1) before its
-            // `SeqCst` load (2), and the announcement (3) is one too, before the
-            // `SeqCst` re-check (4): the four are in the single total order, so no
-            // barrier is needed (a lock-prefixed instruction on x86). `FENCED`, which
-            // would send the notifies that find the waiter awake to the slow path
-            // to count themselves, stays off.
+        if s.parker || s.shared {
+            // Every notifier of such a cell orders its write (1) before its load (2)
+            // with a `SeqCst` read-modify-write or fence (a light store goes to the
+            // fenced slow path by the `SHARED_SLOW` bit), and the announcement (3) is
+            // a `SeqCst` read-modify-write before the `SeqCst` re-check (4): no
+            // barrier is needed (the fence-to-access rule of the `SeqCst` total
+            // order). `FENCED`, which would send the notifies that find the waiter
+            // awake to the slow path to count themselves, stays off.
             return false;
         }
         let run = old & FENCED == 0;

@@ -212,3 +212,39 @@ fn an_announcement_that_replaces_a_foreign_count_is_told() {
     assert!(!replaces_foreign_count(tag | 3, tag));
     assert!(!replaces_foreign_count(FENCED, tag), "no count");
 }
+
+/// A process-shared cell's park runs no barrier and leaves no `FENCED` behind: its
+/// notifiers fence anyway (`SHARED_SLOW`). With the bit left set, every exchange and
+/// `notify_*` on the cell took the slow path for good, since the run of idle notifies
+/// that clears it never matched a state that also holds `SHARED_SLOW`.
+#[test]
+fn a_park_on_a_shared_cell_leaves_no_fenced_bit() {
+    let line = MonitorLine::new(0, true);
+    let s = Sleepers::new(true, false);
+    assert_eq!(line.park(&s, &mut |_| true, None), Ok(0));
+    assert_eq!(line.state.load(Ordering::Relaxed), SHARED_SLOW);
+    for n in 1..=2 * FENCED_IDLE_NOTIFIES {
+        line.value.swap(n, Ordering::SeqCst);
+        line.notify(&s, park::ALL, &Quiet);
+        line.store(&s, n, &Quiet);
+        assert_eq!(line.state.load(Ordering::Relaxed), SHARED_SLOW);
+    }
+}
+
+/// An async bit on a process-shared cell can only come from another process (its
+/// entries refuse async waits): a notify never looks at the registry then, whose
+/// wakers would point into that process's memory.
+#[test]
+fn a_notify_of_a_shared_cell_leaves_the_registry_alone() {
+    let line = MonitorLine::new(0, true);
+    let s = Sleepers::new(true, false);
+    line.state
+        .store(SHARED_SLOW | ASYNC_REGISTERED, Ordering::Relaxed);
+    line.store(&s, 1, &Quiet);
+    line.notify(&s, park::ALL, &Quiet);
+    assert_eq!(
+        line.state.load(Ordering::Relaxed),
+        SHARED_SLOW | ASYNC_REGISTERED,
+        "the registry's bookkeeping did not run"
+    );
+}
