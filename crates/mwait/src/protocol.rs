@@ -485,6 +485,31 @@ impl MonitorLine {
         }
     }
 
+    /// The announcement of a waiter over several words ([`wait_any`]), which runs one
+    /// barrier for all of them: arms `waker` as [`arm_async`](Self::arm_async) does,
+    /// without the barrier. Returns whether this cell needs the caller's barrier
+    /// (not on a parker's cell, nor on a `FENCED` one); the caller then runs it and
+    /// calls [`fenced_by_caller`](Self::fenced_by_caller).
+    ///
+    /// [`wait_any`]: crate::atomic::wait_any
+    pub(crate) fn arm_async_without_barrier(
+        &self,
+        s: &Sleepers,
+        key: &mut Option<usize>,
+        waker: &Waker,
+    ) -> bool {
+        debug_assert!(!s.shared, "no waker is armed on a shared cell");
+        let old = s.registry.arm(&self.state, key, waker); // (3)
+        !s.parker && old & FENCED == 0
+    }
+
+    /// After the barrier that the caller of
+    /// [`arm_async_without_barrier`](Self::arm_async_without_barrier) ran for this
+    /// cell: marks it `FENCED` while the slot `key` is still armed.
+    pub(crate) fn fenced_by_caller(&self, s: &Sleepers, key: usize) {
+        s.registry.set_while_armed(&self.state, key, FENCED);
+    }
+
     /// Releases an async waiter's slot (`forward`: pass an unconsumed `notify_one`
     /// on to another armed waiter).
     pub(crate) fn disarm_async(&self, s: &Sleepers, key: usize, forward: bool) {
