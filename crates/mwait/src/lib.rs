@@ -156,6 +156,8 @@ mod primitive;
 mod protocol;
 mod registry;
 mod select;
+#[cfg(all(unix, not(loom)))]
+mod shared;
 mod sys;
 
 pub use backend::{Backend, CState};
@@ -168,6 +170,8 @@ pub use ladder::stats::{stats, ProcessStats, WaitStats};
 pub use parker::{block_on, Parker, Unparker};
 pub use policy::{prepare, WaitPolicy};
 pub use select::{selection, try_selection, Selection};
+#[cfg(all(unix, not(loom)))]
+pub use shared::SharedCells;
 
 /// The types and constants that the root API's fields, errors and defaults name:
 /// what a caller needs to spell a [`Capabilities`] field, match a

@@ -96,6 +96,10 @@ pub(crate) mod dev_mwait;
 #[path = "x86/no_dev_mwait.rs"]
 pub(crate) mod dev_mwait;
 
+// Process-shared memory for `SharedCells` (Unix only: `mmap`).
+#[cfg(all(unix, not(loom)))]
+pub(crate) mod shared_map;
+
 #[cfg(not(loom))]
 pub(crate) use no_model::{model_hardware, ModelHardware};
 /// The failures unit tests inject into system calls (Linux's membarrier and futex).
