@@ -526,3 +526,171 @@ fn barrier_wakes_once_per_generation() {
         "{wakes} futex wakes for {GENERATIONS} generations"
     );
 }
+
+/// How a waiter in a forked child used a process-shared cell.
+#[derive(Copy, Clone, Debug)]
+enum SharedEntry {
+    /// `wait_until`: woken by the parent's store.
+    Blocking,
+    /// `wait_until_deadline`: woken by the parent's `notify_all` after a write
+    /// through `as_atomic`.
+    Deadline,
+    /// `wait_any` with the cell as a member: refused.
+    WaitAny,
+    /// `wait_until_async`: refused.
+    Async,
+}
+
+/// The panic message of a caught panic ("" if it is not a string).
+fn panic_text(e: &(dyn std::any::Any + Send)) -> String {
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+// Every public entry that can reach a process-shared cell, from a forked child,
+// while the parent writes to the cell through each writer: the blocking waits are
+// woken, `wait_any` and the async wait are refused with a panic that names the rule
+// before anything is written to the cell, and the notifying parent survives each
+// one (a `wait_any` member once made the parent's store die of SIGSEGV in the
+// registry, and leave the registry's lock held).
+#[test]
+fn every_entry_on_a_shared_cell_wakes_or_is_refused_and_the_notifier_survives() {
+    if !in_child("every_entry_on_a_shared_cell_wakes_or_is_refused_and_the_notifier_survives") {
+        return;
+    }
+    mwait::prepare();
+    let cells = mwait::SharedCells::new(2).expect("a shared mapping");
+    let cells: &'static mwait::SharedCells = Box::leak(Box::new(cells));
+    let (cell, stage) = (&cells[0], &cells[1]);
+    for entry in [
+        SharedEntry::Blocking,
+        SharedEntry::Deadline,
+        SharedEntry::WaitAny,
+        SharedEntry::Async,
+    ] {
+        cell.store(0);
+        stage.store(0);
+        let notifier = thread::spawn(move || {
+            // The child says when it is about to wait (or has been refused).
+            stage.wait_until_timeout(|v| v != 0, support::HANG_LIMIT);
+            thread::sleep(Duration::from_millis(20));
+            cell.store(1);
+            cell.swap(1);
+            cell.as_atomic().store(1, Ordering::SeqCst);
+            cell.notify_all();
+            cell.fetch_add(0);
+        });
+        let code = fork_and_wait(support::HANG_LIMIT, move || {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let r = catch_unwind(AssertUnwindSafe(|| match entry {
+                SharedEntry::Blocking => {
+                    stage.store(1);
+                    i32::from(cell.wait_until(|v| v == 1) != 1)
+                }
+                SharedEntry::Deadline => {
+                    stage.store(1);
+                    match cell.wait_until_deadline(|v| v == 1, deadline) {
+                        WaitResult::Ready(1) => 0,
+                        _ => 1,
+                    }
+                }
+                SharedEntry::WaitAny => {
+                    let m = [mwait::atomic::Member::cell(cell, 0)];
+                    let _ = mwait::atomic::wait_any(&m, Some(deadline));
+                    NEVER_WOKEN
+                }
+                SharedEntry::Async => {
+                    let (_, waker) = counting_waker();
+                    let mut fut = cell.wait_until_async(|v| v == 1);
+                    let _ = poll_with(&mut fut, &waker);
+                    NEVER_WOKEN
+                }
+            }));
+            let untouched = cell.armed_async_waiters() == 0 && cell.parked_waiters() == 0;
+            stage.store(1);
+            match r {
+                Ok(code) => code,
+                Err(e) if panic_text(&*e).contains("process-shared") && untouched => CLEAR_PANIC,
+                Err(_) => OTHER_PANIC,
+            }
+        });
+        notifier.join().expect("the notifier survives");
+        let want = match entry {
+            SharedEntry::Blocking | SharedEntry::Deadline => WOKEN,
+            SharedEntry::WaitAny | SharedEntry::Async => CLEAR_PANIC,
+        };
+        assert_eq!(
+            code,
+            Some(want),
+            "{entry:?}: the child ended with {code:?} (0 woken, 10 clear panic, \
+             11 never woken, 12 other panic, None hung or signal)"
+        );
+        // The parent's notifies after the child ended: still no fault.
+        cell.store(2);
+        cell.notify_all();
+    }
+}
+
+// A predicate that forks inside the park: the child goes on as the waiter,
+// counted under the parent's fork tag. A store in the child must wake it (it once
+// slept to its deadline, the child's notify having dropped the parent's count), and
+// its withdrawal must not underflow the count (it read 262143 parked waiters).
+#[test]
+fn a_predicate_that_forks_inside_the_park_leaves_a_waiter_that_wakes() {
+    if !in_child("a_predicate_that_forks_inside_the_park_leaves_a_waiter_that_wakes") {
+        return;
+    }
+    mwait::prepare();
+    static CELL: WaitCell = WaitCell::with_policy(0, PARK_AT_ONCE);
+    static FORKED: AtomicBool = AtomicBool::new(false);
+    static CHILD: AtomicU32 = AtomicU32::new(0);
+    let waited = Instant::now();
+    let v = CELL.wait_until_timeout(
+        |v| {
+            // The re-check inside the park: the announcement stands.
+            if v == 0 && CELL.parked_waiters() == 1 && !FORKED.swap(true, Ordering::SeqCst) {
+                // SAFETY: this process has no other thread (the harness's child
+                // runs this test alone; the calls below run in the child only after
+                // fork returns 0, and spawn a thread there, as a fresh process may).
+                let pid = unsafe { libc::fork() };
+                assert!(pid >= 0);
+                if pid == 0 {
+                    CHILD.store(1, Ordering::SeqCst);
+                    thread::spawn(|| {
+                        thread::sleep(Duration::from_millis(50));
+                        CELL.store(1);
+                    });
+                } else {
+                    CHILD.store(pid as u32, Ordering::SeqCst);
+                    // The parent goes on waiting: its own store ends it.
+                    CELL.store(1);
+                }
+            }
+            v == 1
+        },
+        Duration::from_secs(10),
+    );
+    let in_child = CHILD.load(Ordering::SeqCst) == 1;
+    let took = waited.elapsed();
+    let parked = CELL.parked_waiters();
+    if in_child {
+        let ok = v == WaitResult::Ready(1) && took < Duration::from_secs(5) && parked == 0;
+        if !ok {
+            eprintln!("child: {v:?} after {took:?}, {parked} parked");
+        }
+        // SAFETY: leaves the forked child without running the harness's exit path.
+        unsafe { libc::_exit(i32::from(!ok)) };
+    }
+    assert_eq!(v, WaitResult::Ready(1));
+    assert_eq!(parked, 0);
+    let pid = CHILD.load(Ordering::SeqCst) as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: `pid` is our child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the forked waiter: wait status {status:#x}"
+    );
+}
