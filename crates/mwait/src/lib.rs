@@ -56,15 +56,10 @@
 //! calls, each with where it has run.
 //!
 //! Two threads that wait for each other and share a CPU park in turn, and the
-//! scheduler, which sees one runnable thread at a time, leaves them there even while
-//! another CPU of the process idles (unpinned threads that start together often
-//! begin that way). The thread that woke its partner on its own CPU therefore leaves
-//! that CPU at its next wait, where its affinity mask names other CPUs and the
-//! machine has no more runnable threads than CPUs: it takes the CPU out of its
-//! affinity mask, which makes the kernel move it, and puts the mask back at once.
-//! A thread pinned to one CPU is never moved, and the attempts of a thread back off
-//! to one per 10 ms. A program that changes a thread's affinity from another thread
-//! at that very moment can have its change overwritten by the restore.
+//! scheduler, which sees one runnable thread at a time, may leave them there while
+//! another CPU of the process idles. mwait never changes a thread's affinity unless
+//! asked: [`WaitPolicy::move_apart`] (or `MWAIT_MOVE_APART=1` for the whole process)
+//! lets such a thread move itself off the shared CPU, with the costs its docs list.
 //!
 //! # Environment
 //!
@@ -74,6 +69,8 @@
 //! - `MWAIT_DISABLE=umwait,mwaitx,kernel` (or `hw`) is the kill switch: auto-selection
 //!   skips those backends.
 //! - `MWAIT_MEMBARRIER=0` turns off the asymmetric barrier (see below).
+//! - `MWAIT_MOVE_APART=1` lets a thread that shares a CPU with the partner it woke
+//!   move itself to another CPU (off by default: see [`WaitPolicy::move_apart`]).
 //! - `MWAIT_SELFTEST=0` (test-only) skips the hardware tiers' self-test, so that a
 //!   tier that an emulator runs as a no-op can still be exercised.
 //!

@@ -167,7 +167,10 @@ fn a_wait_any_park_runs_one_barrier_for_all_its_members() {
     let parks = calls() - c0;
     assert!(parks >= 1, "the wait parked at least once");
     // Each park of the wait (one, unless the futex returned early) runs one barrier.
-    assert!(parks <= 2, "{parks} membarrier calls for one timed wait_any");
+    assert!(
+        parks <= 2,
+        "{parks} membarrier calls for one timed wait_any"
+    );
     let c1 = calls();
     let _ = wait_any(&members[1..], Some(soon()));
     assert!(

@@ -81,12 +81,17 @@ pub(crate) fn leave_cpu(cpu: u32) -> bool {
     let Some(mask) = sys::ThreadCpus::of_this_thread().filter(|m| m.count() > 1) else {
         return false;
     };
+    let narrowed = mask.without(cpu as usize);
     if !mask.move_off(cpu as usize) {
         return false;
     }
-    // Should the kernel refuse the mask as it was (the cpuset changed meanwhile), the
-    // thread keeps the narrower one, a subset of the one it had.
-    let _restored = mask.apply();
+    // Put the mask back only if it is still ours: a `sched_setaffinity` that another
+    // thread made on this one in between stands. Should the kernel refuse the mask as
+    // it was (the cpuset changed meanwhile), the thread keeps the narrower one, a
+    // subset of the one it had.
+    if narrowed.is_this_thread_s() {
+        let _restored = mask.apply();
+    }
     sys::current_cpu() != cpu
 }
 
@@ -109,7 +114,12 @@ mod tests {
     /// one CPU, then `apart` more with their masks as they were. Returns, per round
     /// trip of the second part, whether the two threads ran on one CPU.
     fn ping_pong_from_one_cpu(together: u32, apart: u32) -> Vec<bool> {
-        let cells = Arc::new([WaitCell::new(0), WaitCell::new(0), WaitCell::new(0)]);
+        let opt_in = crate::WaitPolicy::new().move_apart(true);
+        let cells = Arc::new([
+            WaitCell::with_policy(0, opt_in),
+            WaitCell::with_policy(0, opt_in),
+            WaitCell::with_policy(0, opt_in),
+        ]);
         let cpu = sys::current_cpu();
         let n = together + apart;
         let side = |timer: bool| {

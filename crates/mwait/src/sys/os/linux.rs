@@ -402,12 +402,25 @@ impl ThreadCpus {
     /// Restricts the calling thread to these CPUs but `cpu`; false when that leaves
     /// none (or the kernel refused).
     pub(crate) fn move_off(&self, cpu: usize) -> bool {
+        set_affinity(&self.without(cpu).0)
+    }
+
+    /// These CPUs but `cpu`.
+    pub(crate) fn without(&self, cpu: usize) -> ThreadCpus {
         let mut set = self.0;
         if cpu < libc::CPU_SETSIZE as usize {
             // SAFETY: `cpu` is below CPU_SETSIZE, the set's capacity.
             unsafe { libc::CPU_CLR(cpu, &mut set) };
         }
-        set_affinity(&set)
+        ThreadCpus(set)
+    }
+
+    /// Whether the calling thread's mask is exactly these CPUs now.
+    pub(crate) fn is_this_thread_s(&self) -> bool {
+        ThreadCpus::of_this_thread().is_some_and(|now| {
+            // SAFETY: CPU_EQUAL only reads both sets.
+            unsafe { libc::CPU_EQUAL(&now.0, &self.0) }
+        })
     }
 
     /// Gives the calling thread these CPUs again; false if the kernel refused.

@@ -105,6 +105,16 @@ impl ThreadCpus {
         false
     }
 
+    /// Nothing to take out here.
+    pub(crate) fn without(&self, _cpu: usize) -> ThreadCpus {
+        ThreadCpus
+    }
+
+    /// Unknown here.
+    pub(crate) fn is_this_thread_s(&self) -> bool {
+        false
+    }
+
     /// Refused here.
     pub(crate) fn apply(&self) -> bool {
         false
