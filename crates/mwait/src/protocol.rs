@@ -77,11 +77,24 @@
 //! call and keep the symmetric protocol.
 //!
 //! The light path is taken only while `sys::park::begin_light_store` says so: a flag set
-//! once, when registration succeeded, and never cleared. Every waiter blocks on that one-time
+//! once, when registration succeeded. Every waiter blocks on that one-time
 //! registration before choosing its barrier, so no waiter uses a mere fence while a
 //! notifier may use the light path; where registration fails (old kernel, seccomp)
 //! both sides keep the `SeqCst` protocol above. The flag is one more load on the
 //! notify path, of a read-only global that stays in L1.
+//!
+//! Linux turns the flag off again if `membarrier` fails after registration (a seccomp
+//! filter installed since): new notifies fence, but a light notify that read the flag
+//! before may still be between (1) and (2), for as long as its thread is preempted
+//! there, so a waiter that announces itself later still needs a process-wide
+//! barrier, not a fence. Its barrier from then on is a TLB shootdown: it takes the
+//! write permission from a page of its own, and the kernel interrupts every CPU
+//! running a thread of the process to flush that page's translation before
+//! `mprotect` returns, the guarantee `membarrier` gives (`sys/os/linux.rs`). The
+//! light path is offered only where that fallback exists: on x86-64 CPUs without
+//! INVLPGB (which flushes without interrupts). The loom model of the fallback
+//! (`sys/os/loom.rs`) deadlocks on a future with a mere fence there, and passes with
+//! the shootdown's interrupts.
 //!
 //! `membarrier` reaches only this process's threads. A process-shared cell
 //! ([`WaitCell::new_shared`](crate::WaitCell::new_shared)) therefore carries a

@@ -110,6 +110,13 @@ pub(crate) fn prefetchw_supported() -> bool {
     false
 }
 
+/// Off x86-64 a TLB shootdown is no interrupt (Arm broadcasts its TLB maintenance):
+/// no fallback barrier, so no light notify.
+#[cfg_attr(any(loom, not(target_os = "linux")), allow(dead_code))]
+pub(crate) fn shootdown_interrupts() -> bool {
+    false
+}
+
 /// Nothing to do off x86-64 (never called: [`prefetchw_supported`] is false).
 ///
 /// # Safety
