@@ -178,6 +178,32 @@ mod tests {
         );
     }
 
+    /// The restore after a move puts the mask back only while it is still the
+    /// narrowed one: a mask that another thread set on this one in between stands.
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri has no affinity masks")]
+    fn a_mask_set_by_another_thread_in_between_is_not_overwritten() {
+        let Some(mask) = sys::ThreadCpus::of_this_thread().filter(|m| m.count() >= 2) else {
+            return;
+        };
+        let cpu = sys::current_cpu() as usize;
+        std::thread::spawn(move || {
+            let narrowed = mask.without(cpu);
+            assert!(mask.move_off(cpu));
+            assert!(narrowed.is_this_thread_s(), "the narrowed mask is ours");
+            // Another thread's setting (here: this thread's own, standing in for it).
+            let theirs = mask.without((cpu + 1) % 2);
+            assert!(theirs.apply());
+            assert!(
+                !narrowed.is_this_thread_s(),
+                "another mask is not ours to restore"
+            );
+            assert!(theirs.is_this_thread_s());
+        })
+        .join()
+        .unwrap();
+    }
+
     #[test]
     fn the_gap_doubles_while_the_pair_keeps_meeting_and_resets_after_a_quiet_spell() {
         let mut gap = LEAVE_GAP_MIN_NS;
