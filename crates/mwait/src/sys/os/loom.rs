@@ -143,10 +143,12 @@ pub(crate) fn waiter_barrier() {
 /// Nothing to settle: the model's barrier needs no registration.
 pub(crate) fn prepare() {}
 
-/// The sleep queue of one cell: how many threads sleep in it, and the wake-ups
-/// granted to them and not yet taken, under one mutex (the kernel's bucket lock).
-/// A wake of `n` grants `min(n, sleepers - granted)` tickets; a sleeper returns only
-/// with a ticket, so `wake(1)` wakes exactly one sleeper, as `FUTEX_WAKE` does.
+/// The sleep queue of one cell, under one mutex (the kernel's bucket lock): the
+/// threads asleep in it, each by the number it drew when it went to sleep, oldest
+/// first. A wake of `n` marks up to `n` of the threads asleep *at that moment* as
+/// woken, the oldest first, and only a marked thread returns: as with `FUTEX_WAKE`,
+/// a thread that goes to sleep after a wake cannot take that wake from one that was
+/// asleep before it, and `wake(1)` wakes exactly one sleeper.
 /// Timed waits never sleep in the model (a timeout may fire at any moment, so
 /// returning at once is one of the behaviours a real timed wait has).
 #[derive(Debug, Default)]
@@ -157,11 +159,13 @@ pub(crate) struct Queue {
 
 #[derive(Debug, Default)]
 struct Sleep {
-    /// Threads inside [`wait`]'s sleep.
-    sleepers: u32,
-    /// Wake-ups granted and not yet taken by a sleeper.
-    tickets: u32,
-    /// Sleepers woken so far (tickets taken), for the models' checks.
+    /// The next sleeper's number.
+    next: u64,
+    /// The numbers of the threads asleep and not yet woken, oldest first.
+    asleep: Vec<u64>,
+    /// The numbers of the threads woken and not yet returned.
+    woken_unreturned: Vec<u64>,
+    /// Sleepers woken so far, for the models' checks.
     woken: u32,
 }
 
@@ -191,26 +195,29 @@ pub(crate) fn wait(
     if deadline_ns.is_some() {
         return Parked::TimedOut;
     }
-    g.sleepers += 1;
-    while g.tickets == 0 {
+    let me = g.next;
+    g.next += 1;
+    g.asleep.push(me);
+    while !g.woken_unreturned.contains(&me) {
         g = queue.cv.wait(g).unwrap();
     }
-    g.tickets -= 1;
-    g.sleepers -= 1;
+    g.woken_unreturned.retain(|&t| t != me);
     g.woken += 1;
     Parked::Woken
 }
 
-/// Wakes up to `n` sleepers of the queue (`u32::MAX`: all); returns how many.
+/// Wakes up to `n` of the threads asleep in the queue now (`u32::MAX`: all), the
+/// oldest first; returns how many.
 pub(crate) fn wake(queue: &Queue, _word: &AtomicU32, n: u32, _shared: bool) -> usize {
     let mut g = queue.lock.lock().unwrap();
-    let grant = n.min(g.sleepers - g.tickets);
-    g.tickets += grant;
-    if grant > 0 {
-        // Every sleeper looks; those without a ticket sleep again.
+    let k = (n as usize).min(g.asleep.len());
+    let woken: Vec<u64> = g.asleep.drain(..k).collect();
+    g.woken_unreturned.extend(woken);
+    if k > 0 {
+        // Every sleeper looks; those not marked sleep again.
         queue.cv.notify_all();
     }
-    grant as usize
+    k
 }
 
 /// Model time: every reading advances this thread's clock by [`LOOM_TICK_NS`], so spin
