@@ -115,6 +115,23 @@ fn tests() -> Res {
             .env("LOOM_MAX_PREEMPTIONS", "3")
             .env("CARGO_TARGET_DIR", util::project_root().join("target/loom")),
     )?;
+    // The models that need the platform's internals live beside it, as unit tests
+    // of the loom build (the fallback barrier once `membarrier` is lost).
+    util::run(
+        cargo()
+            .args([
+                "test",
+                "-p",
+                "mwait",
+                "--release",
+                "--lib",
+                "--",
+                "sys::platform::tests",
+            ])
+            .env("RUSTFLAGS", "--cfg loom")
+            .env("LOOM_MAX_PREEMPTIONS", "3")
+            .env("CARGO_TARGET_DIR", util::project_root().join("target/loom")),
+    )?;
 
     // About 8 minutes on the 2-vCPU guest with an empty target/clients (both
     // sides' builds of every suite), less when the builds are reused.

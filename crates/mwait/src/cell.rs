@@ -442,7 +442,8 @@ impl WaitCell {
 
 mod wait;
 
-#[cfg(test)]
+// The simulated monitor is not in the loom build.
+#[cfg(all(test, not(loom)))]
 mod simulated;
 
 #[cfg(test)]

@@ -507,5 +507,6 @@ fn no_park_round<'a, W: Word<'a>>(
     hit
 }
 
-#[cfg(test)]
+// The simulated monitor is not in the loom build.
+#[cfg(all(test, not(loom)))]
 mod tests;

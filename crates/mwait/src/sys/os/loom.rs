@@ -118,9 +118,31 @@ pub(crate) fn end_light_store() {
     interrupt_point(my_slot(), false);
 }
 
-/// The model's `membarrier`: a full barrier here, then a request to every other
-/// thread in the light section and a wait until it has executed the request or left.
+/// The model's waiter barrier: `membarrier`, or what the process falls back to once
+/// `membarrier` is lost ([`Fallback`]), the two the same interrupts.
 pub(crate) fn waiter_barrier() {
+    match FALLBACK.load(std::sync::atomic::Ordering::Relaxed) {
+        FALLBACK_FENCE => fence(Ordering::SeqCst),
+        _ => interrupt_every_cpu(),
+    }
+}
+
+/// The barrier the model's waiters run: [`FALLBACK_NONE`] (`membarrier`), or after a
+/// lost `membarrier`, the TLB-shootdown barrier ([`FALLBACK_SHOOTDOWN`], the same
+/// interrupts) or a mere fence ([`FALLBACK_FENCE`], which a light notify in flight at
+/// the switch defeats). Set by the model tests of this file only; outside the model's
+/// threads, so not a modelled access.
+static FALLBACK: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(FALLBACK_NONE);
+const FALLBACK_NONE: u8 = 0;
+#[cfg_attr(not(test), allow(dead_code))]
+const FALLBACK_SHOOTDOWN: u8 = 1;
+#[cfg_attr(not(test), allow(dead_code))]
+const FALLBACK_FENCE: u8 = 2;
+
+/// The model's `membarrier` (and shootdown): a full barrier here, then a request to
+/// every other thread in the light section and a wait until it has executed the
+/// request or left.
+fn interrupt_every_cpu() {
     fence(Ordering::SeqCst);
     let me = SLOT.with(|s| s.get());
     let used = *CPUS.used.lock().unwrap();
@@ -252,4 +274,48 @@ impl ModelHardware {
 /// The model's hardware tier, whichever backend asks.
 pub(crate) fn model_hardware() -> Option<ModelHardware> {
     Some(ModelHardware)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The fallback once `membarrier` is lost: run with the crate's loom build,
+    //! `cargo test -p mwait --release --lib -- sys::platform::tests`.
+    use super::*;
+    use crate::WaitCell;
+    use loom::sync::Arc;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    /// One model: a light notify in flight (its process still in the light mode
+    /// when it read it) against a future that arms after the switch, under the
+    /// fallback barrier `fallback`. Whether every execution ended.
+    fn future_against_light_store(fallback: u8) -> bool {
+        FALLBACK.store(fallback, std::sync::atomic::Ordering::SeqCst);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            let mut b = loom::model::Builder::new();
+            b.preemption_bound = Some(2);
+            b.check(|| {
+                let cell = Arc::new(WaitCell::new(0));
+                let c = cell.clone();
+                let notifier = loom::thread::spawn(move || c.store(1));
+                let v = loom::future::block_on(cell.wait_until_async(|v| v == 1));
+                assert_eq!(v, 1);
+                notifier.join().unwrap();
+            });
+        }));
+        FALLBACK.store(FALLBACK_NONE, std::sync::atomic::Ordering::SeqCst);
+        r.is_ok()
+    }
+
+    /// A future that arms after `membarrier` is lost, with only a fence for a
+    /// barrier, can miss a light store that was under way at the switch and wait
+    /// for ever (loom reports the deadlock); with the shootdown barrier, which
+    /// interrupts that notifier as `membarrier` did, it never does.
+    #[test]
+    fn a_future_armed_after_the_switch_needs_the_shootdown_barrier() {
+        assert!(
+            !future_against_light_store(FALLBACK_FENCE),
+            "a fence alone was expected to lose the wake-up"
+        );
+        assert!(future_against_light_store(FALLBACK_SHOOTDOWN));
+    }
 }
