@@ -108,7 +108,7 @@ fn tests() -> Res {
                 "--test",
                 "loom_parker",
             ])
-            .env("RUSTFLAGS", "--cfg loom")
+            .env("RUSTFLAGS", "--cfg mwait_loom")
             // Three preemptions per execution cover every two-sided race of the
             // protocol (a notifier and one or two waiters); unbounded, the two-waiter
             // model runs for hours.

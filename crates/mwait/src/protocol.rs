@@ -485,5 +485,5 @@ fn epoch_tag(s: &Sleepers) -> u32 {
     }
 }
 
-#[cfg(all(test, target_os = "linux", not(loom)))]
+#[cfg(all(test, target_os = "linux", not(mwait_loom)))]
 mod tests;

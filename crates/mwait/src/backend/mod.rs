@@ -29,7 +29,7 @@ pub(crate) mod kind;
 pub(crate) mod model;
 pub(crate) mod mwaitx;
 pub(crate) mod selftest;
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(mwait_loom)))]
 pub(crate) mod sim;
 pub(crate) mod spin;
 pub(crate) mod umwait;

@@ -105,7 +105,7 @@ impl MonitorX {
 
 /// No PREFETCHW off x86-64.
 // Only the Linux light notify uses it (not the loom model).
-#[cfg_attr(any(loom, not(target_os = "linux")), allow(dead_code))]
+#[cfg_attr(any(mwait_loom, not(target_os = "linux")), allow(dead_code))]
 pub(crate) fn prefetchw_supported() -> bool {
     false
 }
@@ -117,5 +117,5 @@ pub(crate) fn prefetchw_supported() -> bool {
 /// None needed; `unsafe` only to match the x86-64 signature.
 #[inline(always)]
 // Only the Linux light notify uses it (not the loom model).
-#[cfg_attr(any(loom, not(target_os = "linux")), allow(dead_code))]
+#[cfg_attr(any(mwait_loom, not(target_os = "linux")), allow(dead_code))]
 pub(crate) unsafe fn prefetch_for_write(_word: &AtomicU32) {}
