@@ -14,6 +14,7 @@ mod hwtest;
 mod miri;
 mod ports;
 mod test;
+mod tidy;
 mod util;
 mod vm;
 
@@ -26,6 +27,9 @@ commands:
   test            everything CI runs: fmt, clippy, generated bindings, tests,
                   doctests, loom, docs, other targets, packaging, hardware-tier
                   suites, DKMS, VM tests, checkpatch
+  tidy            the docs, lists and comments agree with the tree (backticked
+                  paths exist, the architecture walks' functions, the examples,
+                  docs and clients lists, no development notes)
   clients [NAME...]
                   other crates' own test suites (parking, event-listener,
                   async-channel, async-lock, async-executor, futures-lite,
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
     };
     let result = match cmd {
         "test" => test::run(rest),
+        "tidy" => tidy::run(rest),
         "clients" => clients::run(rest),
         "miri" => miri::run(rest),
         "stress" => test::stress(rest),

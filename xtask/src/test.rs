@@ -23,6 +23,9 @@ fn style_and_bindings() -> Res {
     ensure_rust_component("rustfmt")?;
     ensure_rust_component("clippy")?;
 
+    step("tidy: docs, lists and comments agree with the tree");
+    crate::tidy::run(&[])?;
+
     step("format check");
     util::run(cargo().args(["fmt", "--all", "--check"]))?;
 
