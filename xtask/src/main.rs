@@ -33,8 +33,9 @@ commands:
   clients [NAME...]
                   other crates' own test suites (parking, event-listener,
                   async-channel, async-lock, async-executor, futures-lite,
-                  async-io, rayon-core), stock and on mwait, from their
-                  published sources; fails when one passes stock only
+                  async-io, rayon-core, atomic-wait, tokio), stock and on
+                  mwait, from their published sources; fails when one
+                  passes stock only
   miri            the unit and integration tests that Miri can run today, under
                   Miri (installs nightly miri and rust-src when missing)
   stress [N] [--rounds R]
