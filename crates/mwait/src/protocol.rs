@@ -301,9 +301,9 @@ impl MonitorLine {
     #[inline(always)]
     pub(crate) fn notify(&self, s: &Sleepers, n: u32, on_woke: &impl OnWake) {
         loom_sc_fence();
+        // `SHARED_SLOW` is for light stores only: after a `SeqCst` write or fence the
+        // symmetric protocol needs no second look (see the notes).
         let state = self.state.load(Ordering::SeqCst); // (2)
-                                                       // `SHARED_SLOW` is for light stores only: after a `SeqCst` write or fence
-                                                       // the symmetric protocol needs no second look (see the notes).
         if state & !SHARED_SLOW != 0 {
             self.wake_slow(s, n, on_woke);
         }
