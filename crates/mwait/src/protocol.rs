@@ -12,8 +12,8 @@
 //! the line after `value`'s: one store and one load when nobody is parked, and the
 //! load hits a line the notifier only reads, which stays in its cache while nobody
 //! parks, and a hardware monitor armed on `value`'s line is not woken by
-//! announcements (what the shared line cost: `docs/journal/2026-11-23-default-policy.md`,
-//! "The state word on a line of its own").
+//! announcements (what the shared line cost, measured with the `hop_cost` example:
+//! `docs/design-notes.md`).
 //!
 //! The protocol is the classic store-buffering (Dekker) pair:
 //!
