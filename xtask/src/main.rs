@@ -14,6 +14,7 @@ mod hwtest;
 mod miri;
 mod ports;
 mod test;
+mod tidy;
 mod util;
 mod vm;
 
@@ -26,11 +27,15 @@ commands:
   test            everything CI runs: fmt, clippy, generated bindings, tests,
                   doctests, loom, docs, other targets, packaging, hardware-tier
                   suites, DKMS, VM tests, checkpatch
+  tidy            the docs, lists and comments agree with the tree (backticked
+                  paths exist, the architecture walks' functions, the examples,
+                  docs and clients lists, no development notes)
   clients [NAME...]
                   other crates' own test suites (parking, event-listener,
                   async-channel, async-lock, async-executor, futures-lite,
-                  async-io, rayon-core), stock and on mwait, from their
-                  published sources; fails when one passes stock only
+                  async-io, rayon-core, atomic-wait, tokio), stock and on
+                  mwait, from their published sources; fails when one
+                  passes stock only
   miri            the unit and integration tests that Miri can run today, under
                   Miri (installs nightly miri and rust-src when missing)
   stress [N] [--rounds R]
@@ -70,6 +75,7 @@ fn main() -> ExitCode {
     };
     let result = match cmd {
         "test" => test::run(rest),
+        "tidy" => tidy::run(rest),
         "clients" => clients::run(rest),
         "miri" => miri::run(rest),
         "stress" => test::stress(rest),

@@ -443,7 +443,7 @@ impl WaitCell {
 mod wait;
 
 // The simulated monitor is not in the loom build.
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(mwait_loom)))]
 mod simulated;
 
 #[cfg(test)]

@@ -12,8 +12,8 @@
 //! the line after `value`'s: one store and one load when nobody is parked, and the
 //! load hits a line the notifier only reads, which stays in its cache while nobody
 //! parks, and a hardware monitor armed on `value`'s line is not woken by
-//! announcements (what the shared line cost: `docs/journal/2026-11-23-default-policy.md`,
-//! "The state word on a line of its own").
+//! announcements (what the shared line cost, measured with the `hop_cost` example:
+//! `docs/design-notes.md`).
 //!
 //! The protocol is the classic store-buffering (Dekker) pair:
 //!
@@ -330,9 +330,9 @@ impl MonitorLine {
     #[inline(always)]
     pub(crate) fn notify(&self, s: &Sleepers, n: u32, on_woke: &impl OnWake) {
         loom_sc_fence();
+        // `SHARED_SLOW` is for light stores only: after a `SeqCst` write or fence the
+        // symmetric protocol needs no second look (see the notes).
         let state = self.state.load(Ordering::SeqCst); // (2)
-                                                       // `SHARED_SLOW` is for light stores only: after a `SeqCst` write or fence
-                                                       // the symmetric protocol needs no second look (see the notes).
         if state & !SHARED_SLOW != 0 {
             self.wake_slow(s, n, on_woke);
         }
@@ -564,5 +564,5 @@ fn epoch_tag(s: &Sleepers) -> u32 {
     }
 }
 
-#[cfg(all(test, target_os = "linux", not(loom)))]
+#[cfg(all(test, target_os = "linux", not(mwait_loom)))]
 mod tests;

@@ -1,6 +1,6 @@
 //! Loom model of the wait/notify protocol, the clearing of the `FENCED` bit included.
 //!
-//! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait --test loom
+//! Run with `RUSTFLAGS="--cfg mwait_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait --test loom
 //! --release`
 //! (`cargo xtask test` does). Loom explores every interleaving (and every weak-memory
 //! outcome it models) of the threads below; a lost wake-up shows as a deadlock, which
@@ -10,7 +10,7 @@
 //! clock advances 1 ms per reading (so spin and hardware budgets end after one round),
 //! timed futex waits return at once as "timed out", and a hardware-wait episode is a
 //! yield that may end spuriously.
-#![cfg(loom)]
+#![cfg(mwait_loom)]
 
 mod support;
 use support::model;

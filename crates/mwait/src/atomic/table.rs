@@ -52,14 +52,14 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    #[cfg(not(loom))]
+    #[cfg(not(mwait_loom))]
     const fn new() -> Table {
         Table {
             buckets: [const { Bucket::new() }; BUCKETS],
         }
     }
 
-    #[cfg(loom)]
+    #[cfg(mwait_loom)]
     fn new() -> Table {
         Table {
             buckets: core::array::from_fn(|_| Bucket::new()),
@@ -69,9 +69,9 @@ impl Table {
 
 // The table lives as long as the process (a fresh one per execution of the loom
 // model, whose objects cannot outlive an execution).
-#[cfg(not(loom))]
+#[cfg(not(mwait_loom))]
 static TABLE: Table = Table::new();
-#[cfg(loom)]
+#[cfg(mwait_loom)]
 loom::lazy_static! {
     static ref TABLE: Table = Table::new();
 }

@@ -508,5 +508,5 @@ fn no_park_round<'a, W: Word<'a>>(
 }
 
 // The simulated monitor is not in the loom build.
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(mwait_loom)))]
 mod tests;

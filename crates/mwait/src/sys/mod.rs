@@ -31,12 +31,12 @@ pub(crate) use contract::{CpuidWaits, ShimWake};
 
 pub(crate) mod clock;
 // The cgroup and CPU-list parsers; only the Linux platform reads those files.
-#[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
+#[cfg_attr(not(all(target_os = "linux", not(mwait_loom))), allow(dead_code))]
 #[path = "os/cpus.rs"]
 mod cpus;
 pub(crate) mod host;
 // The loom model counts nothing.
-#[cfg_attr(loom, allow(dead_code))]
+#[cfg_attr(mwait_loom, allow(dead_code))]
 pub(crate) mod counters;
 // Each platform takes the parts it lacks (Windows has a barrier of its own, the loom
 // model a queue, Linux only the queue): the rest go unused.
@@ -44,16 +44,16 @@ pub(crate) mod counters;
 #[path = "os/plain.rs"]
 mod plain;
 
-#[cfg(all(target_os = "linux", not(loom)))]
+#[cfg(all(target_os = "linux", not(mwait_loom)))]
 #[path = "os/linux.rs"]
 mod platform;
-#[cfg(all(windows, not(loom)))]
+#[cfg(all(windows, not(mwait_loom)))]
 #[path = "os/windows.rs"]
 mod platform;
-#[cfg(all(target_os = "macos", not(loom)))]
+#[cfg(all(target_os = "macos", not(mwait_loom)))]
 #[path = "os/macos.rs"]
 mod platform;
-#[cfg(all(target_os = "freebsd", not(loom)))]
+#[cfg(all(target_os = "freebsd", not(mwait_loom)))]
 #[path = "os/freebsd.rs"]
 mod platform;
 #[cfg(not(any(
@@ -61,17 +61,17 @@ mod platform;
     windows,
     target_os = "macos",
     target_os = "freebsd",
-    loom
+    mwait_loom
 )))]
 #[path = "os/table.rs"]
 mod platform;
-#[cfg(loom)]
+#[cfg(mwait_loom)]
 #[path = "os/loom.rs"]
 mod platform;
 
 // The fallback table runs its unit tests on Linux too, where they can be executed;
 // there it is not the platform, so the items it provides as one go unused.
-#[cfg(all(test, target_os = "linux", not(loom)))]
+#[cfg(all(test, target_os = "linux", not(mwait_loom)))]
 #[allow(dead_code, unused_imports)]
 #[path = "os/table.rs"]
 mod table;
@@ -79,38 +79,38 @@ mod table;
 #[cfg(target_arch = "x86_64")]
 #[path = "x86/cpuid.rs"]
 pub(crate) mod cpuid;
-#[cfg(all(target_arch = "x86_64", not(loom)))]
+#[cfg(all(target_arch = "x86_64", not(mwait_loom)))]
 #[path = "x86/tsc.rs"]
 pub(crate) mod tsc;
-#[cfg(all(target_arch = "x86_64", not(loom)))]
+#[cfg(all(target_arch = "x86_64", not(mwait_loom)))]
 #[path = "x86/x86_64.rs"]
 pub(crate) mod x86;
-#[cfg(not(all(target_arch = "x86_64", not(loom))))]
+#[cfg(not(all(target_arch = "x86_64", not(mwait_loom))))]
 #[path = "x86/none.rs"]
 pub(crate) mod x86;
 
-#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(mwait_loom)))]
 #[path = "x86/dev_mwait.rs"]
 pub(crate) mod dev_mwait;
-#[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(loom))))]
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(mwait_loom))))]
 #[path = "x86/no_dev_mwait.rs"]
 pub(crate) mod dev_mwait;
 
 // Process-shared memory for `SharedCells` (Unix only: `mmap`).
-#[cfg(all(unix, not(loom)))]
+#[cfg(all(unix, not(mwait_loom)))]
 pub(crate) mod shared_map;
 
-#[cfg(not(loom))]
+#[cfg(not(mwait_loom))]
 pub(crate) use no_model::{model_hardware, ModelHardware};
 /// The failures unit tests inject into system calls (Linux's membarrier and futex).
-#[cfg(all(test, target_os = "linux", not(loom)))]
+#[cfg(all(test, target_os = "linux", not(mwait_loom)))]
 pub(crate) use platform::inject;
 pub(crate) use platform::{current_cpu, running_threads, usable_cpus, ThreadCpus};
-#[cfg(loom)]
+#[cfg(mwait_loom)]
 pub(crate) use platform::{model_hardware, ModelHardware};
 
 /// Outside the loom model there is no simulated hardware tier: its type is empty.
-#[cfg(not(loom))]
+#[cfg(not(mwait_loom))]
 mod no_model {
     /// The simulated monitor, which only the loom model has.
     #[derive(Copy, Clone, Debug)]

@@ -80,7 +80,7 @@
 mod checks;
 mod helper;
 // The simulated monitor is not in the loom build.
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(mwait_loom)))]
 mod tests;
 
 use super::{Backend, HardwareWait};
