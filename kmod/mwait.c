@@ -27,11 +27,26 @@
 #include <linux/uaccess.h>
 #include <asm/cpufeature.h>
 #include <asm/mwait.h>
+#include <asm/nospec-branch.h>
 #include <asm/processor.h>
 #include <uapi/linux/mwait.h>
 
 /* Longest wait accepted, from now to the deadline: one second in ns. */
 #define MWAIT_MAX_WAIT_NS	NSEC_PER_SEC
+
+/*
+ * Kbuild defines MWAIT_HAVE_IDLE_CLEAR or MWAIT_HAVE_MDS_IDLE_CLEAR after
+ * the helper the headers declare.  Either clears the CPU buffers (VERW)
+ * on the CPUs and mitigations that need it before an idle MWAIT (MDS with
+ * SMT, MMIO Stale Data, TSA), and is a patched-out branch elsewhere.
+ */
+#if defined(MWAIT_HAVE_IDLE_CLEAR)
+#define mwait_clear_cpu_buffers()	x86_idle_clear_cpu_buffers()
+#elif defined(MWAIT_HAVE_MDS_IDLE_CLEAR)
+#define mwait_clear_cpu_buffers()	mds_idle_clear_cpu_buffers()
+#else
+#error "no CPU buffer clear helper for idle in <asm/nospec-branch.h>"
+#endif
 
 /*
  * User pages pinned by waits in flight.  Each wait pins one page and unpins
@@ -182,6 +197,8 @@ static u32 mwait_episode(u32 *word, struct mwait_wait *w,
 		sl->timer_cpu = cpu;
 	}
 	if (!need_resched()) {
+		/* Nothing of the kernel's is left in the CPU's buffers. */
+		mwait_clear_cpu_buffers();
 		/* As local_irq_enable(), with MWAIT in STI's shadow. */
 		trace_hardirqs_on();
 		__sti_mwait(sl->hint, 0);

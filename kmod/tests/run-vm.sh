@@ -14,6 +14,7 @@ cd "$work"
 rm -rf kb && cp -r "$here" kb
 make -s -C "/usr/src/linux-headers-$KVER" M="$work/kb" W=1 modules
 cp kb/mwait.ko root/
+sh "$here/tests/objdump-check.sh" kb/mwait.ko > objdump.log
 gcc -O2 -Wall -Wextra -static -pthread -o root/mwait_test \
 	"$here/tests/mwait_test.c"
 (cd "$here/.." && RUSTFLAGS='-C target-feature=+crt-static' cargo build -q \
@@ -43,6 +44,10 @@ boot mwait max
 boot nomwait max,-monitor mwait_mode=nomwait
 pass=0
 fail=0
+echo "# host: module code"
+cat objdump.log
+pass=$((pass + $(grep -c '^ok' objdump.log || true)))
+fail=$((fail + $(grep -c '^not ok' objdump.log || true)))
 for run in mwait nomwait; do
 	log=serial-$run.log
 	echo "# guest: $run"
