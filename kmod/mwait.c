@@ -29,6 +29,7 @@
 #include <asm/mwait.h>
 #include <asm/nospec-branch.h>
 #include <asm/processor.h>
+#include <asm/special_insns.h>
 #include <uapi/linux/mwait.h>
 
 /* Longest wait accepted, from now to the deadline: one second in ns. */
@@ -47,6 +48,14 @@
 #else
 #error "no CPU buffer clear helper for idle in <asm/nospec-branch.h>"
 #endif
+
+/*
+ * What the module found at load: whether MWAIT may be used, and CPUID
+ * leaf 5 (read once, since CPUID exits to the hypervisor in a guest).
+ */
+static bool mwait_ok __ro_after_init;
+static u32 mwait_line_size __ro_after_init;
+static u32 mwait_substates __ro_after_init;
 
 /*
  * User pages pinned by waits in flight.  Each wait pins one page and unpins
@@ -75,22 +84,20 @@ static const struct kernel_param_ops mwait_pinned_ops = {
 module_param_cb(pinned, &mwait_pinned_ops, NULL, 0444);
 MODULE_PARM_DESC(pinned, "user pages pinned by waits in flight (read-only)");
 
-static bool mwait_usable(void)
+/*
+ * Why MWAIT must not be used here, or NULL.  X86_BUG_MONITOR: a store by
+ * another CPU does not end MWAIT, so a wait would sleep to its deadline.
+ * idle=nomwait: the administrator keeps MWAIT off this machine.
+ */
+static const char *__init mwait_unusable(void)
 {
-	return boot_cpu_has(X86_FEATURE_MWAIT);
-}
-
-static void mwait_leaf5(u32 *line_size, u32 *substates)
-{
-	unsigned int eax, ebx, ecx, edx;
-
-	*line_size = 0;
-	*substates = 0;
-	if (!mwait_usable() || boot_cpu_data.cpuid_level < CPUID_MWAIT_LEAF)
-		return;
-	cpuid(CPUID_MWAIT_LEAF, &eax, &ebx, &ecx, &edx);
-	*line_size = ebx & 0xffff;
-	*substates = edx;
+	if (!boot_cpu_has(X86_FEATURE_MWAIT))
+		return "the CPU has no MONITOR/MWAIT";
+	if (boot_cpu_has_bug(X86_BUG_MONITOR))
+		return "the CPU has X86_BUG_MONITOR";
+	if (boot_option_idle_override == IDLE_NOMWAIT)
+		return "the kernel was booted with idle=nomwait";
+	return NULL;
 }
 
 /* A hint (c << 4 | s) is allowed when C-state c + 1 has more than s. */
@@ -111,11 +118,12 @@ static long mwait_ioc_info(void __user *argp)
 {
 	struct mwait_info info = {
 		.abi_version = MWAIT_ABI_VERSION,
-		.flags = mwait_usable() ? MWAIT_INFO_USABLE : 0,
+		.flags = mwait_ok ? MWAIT_INFO_USABLE : 0,
+		.substates = mwait_substates,
+		.line_size = mwait_line_size,
 		.max_wait_ns = MWAIT_MAX_WAIT_NS,
 	};
 
-	mwait_leaf5(&info.line_size, &info.substates);
 	if (copy_to_user(argp, &info, sizeof(info)))
 		return -EFAULT;
 	return 0;
@@ -178,6 +186,14 @@ static u32 mwait_episode(u32 *word, struct mwait_wait *w,
 	u32 v;
 
 	local_irq_disable();
+	/* As the kernel's own MWAIT does on CPUs with this erratum. */
+	if (static_cpu_has_bug(X86_BUG_CLFLUSH_MONITOR)) {
+		/* Earlier accesses to the line complete before the flush, */
+		mb();
+		clflush(word);
+		/* and the flush completes before MONITOR arms on the line. */
+		mb();
+	}
 	__monitor(word, 0, 0);
 	v = READ_ONCE(*word);
 	if ((v & w->mask) != w->expected) {
@@ -240,7 +256,6 @@ static long mwait_ioc_wait(void __user *argp)
 {
 	struct mwait_wait w;
 	struct page *page;
-	u32 line_size, substates;
 	unsigned long uaddr;
 	u64 now;
 	void *kaddr;
@@ -248,7 +263,7 @@ static long mwait_ioc_wait(void __user *argp)
 
 	if (copy_from_user(&w, argp, sizeof(w)))
 		return -EFAULT;
-	if (!mwait_usable())
+	if (!mwait_ok)
 		return -EOPNOTSUPP;
 	if (w.pad || w.flags & ~MWAIT_WAIT_FLAGS_ALL)
 		return -EINVAL;
@@ -257,8 +272,7 @@ static long mwait_ioc_wait(void __user *argp)
 	if (w.addr > ULONG_MAX ||
 	    !access_ok((void __user *)(unsigned long)w.addr, sizeof(u32)))
 		return -EFAULT;
-	mwait_leaf5(&line_size, &substates);
-	if (!mwait_hint_ok(w.hint, substates))
+	if (!mwait_hint_ok(w.hint, mwait_substates))
 		return -EINVAL;
 	now = ktime_get_ns();
 	if (w.deadline_ns > now && w.deadline_ns - now > MWAIT_MAX_WAIT_NS)
@@ -315,6 +329,20 @@ static struct miscdevice mwait_misc = {
 
 static int __init mwait_init(void)
 {
+	const char *why = mwait_unusable();
+	unsigned int eax, ebx, ecx, edx;
+
+	if (why) {
+		/* INFO says so, and every WAIT fails with EOPNOTSUPP. */
+		pr_info("mwait: not usable: %s\n", why);
+	} else {
+		mwait_ok = true;
+		if (boot_cpu_data.cpuid_level >= CPUID_MWAIT_LEAF) {
+			cpuid(CPUID_MWAIT_LEAF, &eax, &ebx, &ecx, &edx);
+			mwait_line_size = ebx & 0xffff;
+			mwait_substates = edx;
+		}
+	}
 	return misc_register(&mwait_misc);
 }
 

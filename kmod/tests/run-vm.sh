@@ -40,15 +40,17 @@ boot() {
 }
 # The whole suite on a CPU with MONITOR/MWAIT, then the refusals on one
 # without it (CPUID.1:ECX[3] cleared): the module must load and say so.
+# Then idle=nomwait, which the module must honour like a CPU without MWAIT.
 boot mwait max
 boot nomwait max,-monitor mwait_mode=nomwait
+boot idlenomwait max "idle=nomwait mwait_mode=idle_nomwait"
 pass=0
 fail=0
 echo "# host: module code"
 cat objdump.log
 pass=$((pass + $(grep -c '^ok' objdump.log || true)))
 fail=$((fail + $(grep -c '^not ok' objdump.log || true)))
-for run in mwait nomwait; do
+for run in mwait nomwait idlenomwait; do
 	log=serial-$run.log
 	echo "# guest: $run"
 	grep -E '^(ok|not ok|#)' "$log" | tr -d '\r'
