@@ -15,6 +15,7 @@
  */
 
 #include <linux/atomic.h>
+#include <linux/capability.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/hrtimer.h>
@@ -34,6 +35,9 @@
 
 /* Longest wait accepted, from now to the deadline: one second in ns. */
 #define MWAIT_MAX_WAIT_NS	NSEC_PER_SEC
+
+/* The deepest hint a wait can name: C-state 6 (C7), sub-state 15. */
+#define MWAIT_HINT_MAX		0x6f
 
 /*
  * Kbuild defines MWAIT_HAVE_IDLE_CLEAR or MWAIT_HAVE_MDS_IDLE_CLEAR after
@@ -56,6 +60,15 @@
 static bool mwait_ok __ro_after_init;
 static u32 mwait_line_size __ro_after_init;
 static u32 mwait_substates __ro_after_init;
+
+/*
+ * The deepest hint that any caller may ask for; deeper ones need
+ * CAP_SYS_ADMIN.  Root sets it, in /sys/module/mwait/parameters/max_hint.
+ */
+static unsigned int max_hint;
+module_param(max_hint, uint, 0644);
+MODULE_PARM_DESC(max_hint,
+		 "deepest MWAIT hint allowed without CAP_SYS_ADMIN (default 0: C1)");
 
 /*
  * User pages pinned by waits in flight.  Each wait pins one page and unpins
@@ -100,18 +113,28 @@ static const char *__init mwait_unusable(void)
 	return NULL;
 }
 
-/* A hint (c << 4 | s) is allowed when C-state c + 1 has more than s. */
-static bool mwait_hint_ok(u32 hint, u32 substates)
+/*
+ * Who may ask for which hint (c << 4 | s).  Hint 0x00 (C1) is allowed to
+ * every caller; a deeper one needs CAP_SYS_ADMIN or max_hint, then CPUID
+ * leaf 5 must list it (C-state c + 1 has more than s sub-states) and no
+ * idle= option may keep the CPUs out of C-states.
+ */
+static int mwait_hint_check(u32 hint)
 {
-	u32 cstate = (hint >> 4) & 0xf;
-	u32 sub = hint & 0xf;
+	u32 cstate = MWAIT_HINT2CSTATE(hint);
+	u32 sub = MWAIT_HINT2SUBSTATE(hint);
 
-	if (hint & ~0xffU || cstate >= 7)
-		return false;
-	/* Hint 0x00 (C1) is architecturally always allowed. */
-	if (hint == 0)
-		return true;
-	return ((substates >> (4 * (cstate + 1))) & 0xf) > sub;
+	if (hint > MWAIT_HINT_MAX)
+		return -EINVAL;
+	if (!hint)
+		return 0;
+	if (hint > READ_ONCE(max_hint) && !capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (boot_option_idle_override != IDLE_NO_OVERRIDE)
+		return -EINVAL;
+	if (((mwait_substates >> (4 * (cstate + 1))) & 0xf) <= sub)
+		return -EINVAL;
+	return 0;
 }
 
 static long mwait_ioc_info(void __user *argp)
@@ -272,8 +295,9 @@ static long mwait_ioc_wait(void __user *argp)
 	if (w.addr > ULONG_MAX ||
 	    !access_ok((void __user *)(unsigned long)w.addr, sizeof(u32)))
 		return -EFAULT;
-	if (!mwait_hint_ok(w.hint, mwait_substates))
-		return -EINVAL;
+	ret = mwait_hint_check(w.hint);
+	if (ret)
+		return ret;
 	now = ktime_get_ns();
 	if (w.deadline_ns > now && w.deadline_ns - now > MWAIT_MAX_WAIT_NS)
 		return -ERANGE;

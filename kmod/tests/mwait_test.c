@@ -5,6 +5,7 @@
  * the wait paths (changed, deadline, signal, cross-thread wake, ping-pong)
  * are executed.  Prints "ok"/"not ok" per test and a closing summary.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "../include/uapi/linux/mwait.h"
@@ -35,6 +37,11 @@
  * vCPUs are host threads on a loaded host.
  */
 #define LATE_MAX_NS	(5 * MS)
+
+/* A hint below C1, for the privilege checks. */
+#define DEEP_HINT	0x10
+/* An unprivileged user and group for the privilege checks. */
+#define NOBODY		65534
 
 static int fd, passed, failed;
 
@@ -251,6 +258,87 @@ static int fuzz(int calls, uint32_t *word)
 	return bad == 0;
 }
 
+/*
+ * Runs fn in a child with no privilege (uid and gid nobody, so no
+ * capability); the fd stays open.  Returns fn's result, or 0.
+ */
+static int unprivileged(int (*fn)(void))
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		if (setresgid(NOBODY, NOBODY, NOBODY) ||
+		    setresuid(NOBODY, NOBODY, NOBODY))
+			_exit(2);
+		_exit(fn() ? 0 : 1);
+	}
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 0;
+}
+
+static uint32_t quiet_word = 7;
+
+static int deep_hint_refused(void)
+{
+	struct mwait_wait w;
+
+	prep(&w, &quiet_word, 7, MS);
+	w.hint = DEEP_HINT;
+	return refuse(&w, EPERM);
+}
+
+static int deep_hint_not_eperm(void)
+{
+	struct mwait_wait w;
+	int r;
+
+	prep(&w, &quiet_word, 7, MS);
+	w.hint = DEEP_HINT;
+	r = ioctl(fd, MWAIT_IOC_WAIT, &w);
+	return r == 0 || errno == EINVAL;
+}
+
+static int c1_allowed(void)
+{
+	struct mwait_wait w;
+
+	prep(&w, &quiet_word, 7, MS);
+	return ioctl(fd, MWAIT_IOC_WAIT, &w) == 0;
+}
+
+/* Writes a module parameter; 0 on success. */
+static int set_param(const char *name, const char *val)
+{
+	char path[128];
+	FILE *f;
+	int r;
+
+	snprintf(path, sizeof(path), "/sys/module/mwait/parameters/%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	r = fputs(val, f) < 0;
+	return fclose(f) || r;
+}
+
+/* Who may ask for which C-state. */
+static void privileges(void)
+{
+	check(unprivileged(c1_allowed), "unprivileged: hint 0x00 waits");
+	check(unprivileged(deep_hint_refused),
+	      "unprivileged: hint 0x10 -> EPERM");
+	if (set_param("max_hint", "0x10")) {
+		check(0, "max_hint=0x10 lets unprivileged callers ask for C2");
+	} else {
+		check(unprivileged(deep_hint_not_eperm),
+		      "max_hint=0x10 lets unprivileged callers ask for C2");
+		set_param("max_hint", "0");
+	}
+	check(unprivileged(deep_hint_refused),
+	      "max_hint=0 again: hint 0x10 -> EPERM");
+}
+
 static uint32_t cell, ping, pong;
 
 static void *storer(void *arg)
@@ -384,6 +472,7 @@ int main(int argc, char **argv)
 	check(!wait_changed(&cell, 0) &&
 	      __atomic_load_n(&cell, __ATOMIC_SEQ_CST) == 1, "wake on store across threads");
 	pthread_join(t, NULL);
+	privileges();
 
 	pthread_create(&t, NULL, ponger, NULL);
 	r = 0;
