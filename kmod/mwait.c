@@ -73,8 +73,8 @@ MODULE_PARM_DESC(max_hint,
 /*
  * User pages pinned by waits in flight.  Each wait pins one page and unpins
  * it on every way out, so the count is zero whenever no wait is running.
- * It is readable as the parameter "pinned", so that a test can prove that
- * no path leaks a pin, and checked again when the module is unloaded.
+ * Root can read it as the parameter "pinned", so that a test can prove that
+ * no path leaks a pin; it is checked again at unload.
  */
 static atomic_long_t mwait_pinned = ATOMIC_LONG_INIT(0);
 
@@ -94,7 +94,7 @@ static const struct kernel_param_ops mwait_pinned_ops = {
 	.set = mwait_pinned_set,
 	.get = mwait_pinned_get,
 };
-module_param_cb(pinned, &mwait_pinned_ops, NULL, 0444);
+module_param_cb(pinned, &mwait_pinned_ops, NULL, 0400);
 MODULE_PARM_DESC(pinned, "user pages pinned by waits in flight (read-only)");
 
 /*
@@ -344,11 +344,11 @@ static const struct file_operations mwait_fops = {
 	.llseek = noop_llseek,
 };
 
+/* No .mode: the node is 0600, root's; udev may grant a group access. */
 static struct miscdevice mwait_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "mwait",
 	.fops = &mwait_fops,
-	.mode = 0666,
 };
 
 static int __init mwait_init(void)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -322,9 +323,15 @@ static int set_param(const char *name, const char *val)
 	return fclose(f) || r;
 }
 
-/* Who may ask for which C-state. */
+/* Who may ask for which C-state, and who may see the module's state. */
 static void privileges(void)
 {
+	struct stat st;
+
+	check(!stat("/dev/mwait", &st) && (st.st_mode & 0777) == 0600,
+	      "/dev/mwait is 0600 from the kernel");
+	check(!stat(PINNED_PATH, &st) && (st.st_mode & 0077) == 0,
+	      "the pinned counter is readable by root only");
 	check(unprivileged(c1_allowed), "unprivileged: hint 0x00 waits");
 	check(unprivileged(deep_hint_refused),
 	      "unprivileged: hint 0x10 -> EPERM");
