@@ -3,15 +3,20 @@
  * /dev/mwait: bounded ring-0 MONITOR/MWAIT on a user word.
  *
  * On CPUs whose MONITOR/MWAIT exist only in ring 0 this device waits on a
- * user __u32 on the caller's behalf.  The wait is bounded: it returns the
- * moment the word changes, the deadline passes, the scheduler needs the
- * CPU or a signal is pending, so the caller can fall back to a futex and
- * never holds a CPU the scheduler wants.  The notifier stays a plain store.
+ * user __u32 on the caller's behalf.  The wait is bounded: it returns once
+ * it sees the word changed, the deadline passed, the scheduler wanted the
+ * CPU or a signal pending, so the caller can fall back to a futex and never
+ * holds a CPU the scheduler wants.  The notifier stays a plain store.
  *
  * MWAIT has no timer of its own: a store to the monitored line or an
  * interrupt ends it.  So that the deadline ends a wait on time, not at
  * the next tick or device interrupt, a wait arms an hrtimer for it on the
  * CPU that sleeps; the timer's interrupt is the wake-up.
+ *
+ * A wait is a series of episodes, each ended by an MWAIT wake-up.  Every
+ * episode looks the word up again in the caller's address space and pins
+ * its page only until the episode ends, so a wait never watches a page
+ * that is no longer the one mapped, and no pin outlives an episode.
  */
 
 #include <linux/atomic.h>
@@ -71,10 +76,10 @@ MODULE_PARM_DESC(max_hint,
 		 "deepest MWAIT hint allowed without CAP_SYS_ADMIN (default 0: C1)");
 
 /*
- * User pages pinned by waits in flight.  Each wait pins one page and unpins
- * it on every way out, so the count is zero whenever no wait is running.
- * Root can read it as the parameter "pinned", so that a test can prove that
- * no path leaks a pin; it is checked again at unload.
+ * User pages pinned by waits in flight.  An episode pins one page and
+ * unpins it before it ends, so the count is zero whenever no wait is
+ * running.  Root can read it as the parameter "pinned", so that a test can
+ * prove that no path leaks a pin; it is checked again at unload.
  */
 static atomic_long_t mwait_pinned = ATOMIC_LONG_INIT(0);
 
@@ -162,10 +167,13 @@ static enum hrtimer_restart mwait_deadline_fn(struct hrtimer *timer)
 }
 
 /*
- * How one wait sleeps: the MWAIT hint, and the deadline's timer with the
- * CPU it is armed on (-1 until it is armed).
+ * One wait: its arguments and results, the user address of the word, the
+ * MWAIT hint, and the deadline's timer with the CPU it is armed on (-1
+ * until it is armed).
  */
-struct mwait_sleep {
+struct mwait_ctx {
+	struct mwait_wait *w;
+	unsigned long uaddr;
 	struct hrtimer timer;
 	int timer_cpu;
 	u32 hint;
@@ -176,76 +184,98 @@ struct mwait_sleep {
  * C1 the local APIC timer stops on CPUs without ARAT (always running APIC
  * timer), and the deadline's timer with it, so those CPUs wait in C1.
  */
-static void mwait_sleep_init(struct mwait_sleep *sl, u32 hint)
+static void mwait_ctx_init(struct mwait_ctx *c, struct mwait_wait *w,
+			   unsigned long uaddr)
 {
 #ifdef MWAIT_HAVE_HRTIMER_SETUP
-	hrtimer_setup_on_stack(&sl->timer, mwait_deadline_fn, CLOCK_MONOTONIC,
+	hrtimer_setup_on_stack(&c->timer, mwait_deadline_fn, CLOCK_MONOTONIC,
 			       HRTIMER_MODE_ABS_PINNED_HARD);
 #else
-	hrtimer_init_on_stack(&sl->timer, CLOCK_MONOTONIC,
+	hrtimer_init_on_stack(&c->timer, CLOCK_MONOTONIC,
 			      HRTIMER_MODE_ABS_PINNED_HARD);
-	sl->timer.function = mwait_deadline_fn;
+	c->timer.function = mwait_deadline_fn;
 #endif
-	sl->timer_cpu = -1;
-	sl->hint = hint;
-	if ((hint >> 4) & 0xf && !boot_cpu_has(X86_FEATURE_ARAT))
-		sl->hint = 0;
+	c->w = w;
+	c->uaddr = uaddr;
+	c->timer_cpu = -1;
+	c->hint = w->hint;
+	if (MWAIT_HINT2CSTATE(w->hint) && !boot_cpu_has(X86_FEATURE_ARAT))
+		c->hint = 0;
 }
 
 /*
- * One episode: arm the monitor, re-check the word and the deadline, then
- * MWAIT.  Interrupts stay off from the arm to the MWAIT, so the armed
- * monitor and the deadline's timer belong to the CPU that sleeps, and a
- * timer that fires after the deadline check stays pending until STI;MWAIT,
- * where it ends the MWAIT at once instead of being lost before it.  The
- * timer is (re)armed, pinned to this CPU, whenever the wait runs on a CPU
- * other than the one it was armed on.  Returns the MWAIT_REASON_* that
- * ends the wait, or 0 to go on.
+ * A read-only pin is kept only for a page that can still change: a file
+ * page, which other mappings and write() reach.  An anonymous page or the
+ * zero page in a mapping the caller cannot write never changes.
  */
-static u32 mwait_episode(u32 *word, struct mwait_wait *w,
-			 struct mwait_sleep *sl)
+static bool mwait_page_can_change(struct page *page)
 {
-	int cpu;
-	u32 v;
+	struct folio *folio = page_folio(page);
 
-	local_irq_disable();
-	/* As the kernel's own MWAIT does on CPUs with this erratum. */
-	if (static_cpu_has_bug(X86_BUG_CLFLUSH_MONITOR)) {
-		/* Earlier accesses to the line complete before the flush, */
-		mb();
-		clflush(word);
-		/* and the flush completes before MONITOR arms on the line. */
-		mb();
+	return READ_ONCE(folio->mapping) && !folio_test_anon(folio);
+}
+
+/*
+ * Pins the page that holds the word now.  A write pin first, as the futex
+ * code does: it breaks copy-on-write, so the page pinned is the one the
+ * next store in this address space writes (not the shared zero page, or a
+ * file page that a private store would replace).  A mapping the caller
+ * cannot write gets a read pin, kept for file pages only.  Returns 0 and
+ * the FOLL_* flags of the pin, or the pin's own errno.
+ */
+static int mwait_pin(unsigned long uaddr, struct page **pagep,
+		     unsigned int *flags)
+{
+	unsigned long start = uaddr & PAGE_MASK;
+	int n;
+
+	*flags = FOLL_WRITE;
+	n = pin_user_pages_fast(start, 1, *flags, pagep);
+	if (n == -EFAULT) {
+		*flags = 0;
+		n = pin_user_pages_fast(start, 1, *flags, pagep);
+		if (n == 1 && !mwait_page_can_change(*pagep)) {
+			unpin_user_page(*pagep);
+			return -EFAULT;
+		}
 	}
-	__monitor(word, 0, 0);
-	v = READ_ONCE(*word);
-	if ((v & w->mask) != w->expected) {
-		local_irq_enable();
-		w->value = v;
-		return MWAIT_REASON_CHANGED;
-	}
-	if (ktime_get_ns() >= w->deadline_ns) {
-		local_irq_enable();
-		w->value = v;
-		return MWAIT_REASON_DEADLINE;
-	}
-	cpu = smp_processor_id();
-	if (cpu != sl->timer_cpu) {
-		hrtimer_start(&sl->timer, ns_to_ktime(w->deadline_ns),
-			      HRTIMER_MODE_ABS_PINNED_HARD);
-		sl->timer_cpu = cpu;
-	}
-	if (!need_resched()) {
-		/* Nothing of the kernel's is left in the CPU's buffers. */
-		mwait_clear_cpu_buffers();
-		/* As local_irq_enable(), with MWAIT in STI's shadow. */
-		trace_hardirqs_on();
-		__sti_mwait(sl->hint, 0);
-	} else {
-		local_irq_enable();
-	}
-	w->wakeups++;
-	w->value = READ_ONCE(*word);
+	if (n < 0)
+		return n;
+	if (n != 1)
+		return -EFAULT;
+	atomic_long_inc(&mwait_pinned);
+	return 0;
+}
+
+/*
+ * With interrupts off, whether the address still maps the pinned page.
+ * If it does, any later change of the mapping flushes this CPU's TLB with
+ * an IPI, which stays pending until STI;MWAIT and ends the MWAIT; if it
+ * does not, the change came before, and the episode must not sleep on the
+ * old page.  The lookup is the lockless one, safe with interrupts off.
+ */
+static bool mwait_still_mapped(unsigned long uaddr, unsigned int flags,
+			       struct page *page)
+{
+	struct page *now;
+
+	if (!get_user_page_fast_only(uaddr & PAGE_MASK, flags, &now))
+		return false;
+	put_page(now);
+	return now == page;
+}
+
+static void mwait_unpin(struct page *page)
+{
+	unpin_user_page(page);
+	atomic_long_dec(&mwait_pinned);
+}
+
+/* Why the wait ends now, with the monitor armed and interrupts off, or 0. */
+static u32 mwait_reason(struct mwait_ctx *c)
+{
+	struct mwait_wait *w = c->w;
+
 	if ((w->value & w->mask) != w->expected)
 		return MWAIT_REASON_CHANGED;
 	if (need_resched())
@@ -258,31 +288,95 @@ static u32 mwait_episode(u32 *word, struct mwait_wait *w,
 }
 
 /*
- * Waits episode after episode until one ends the wait, then cancels the
- * deadline's timer.  Returns the MWAIT_REASON_* that ended it.
+ * One episode: pin the word's page, arm the monitor, check the word, a
+ * signal, the scheduler and the deadline, check that the page is still
+ * the one mapped, then MWAIT.
+ *
+ * Interrupts stay off from the arm to STI;MWAIT, so the
+ * armed monitor and the deadline's timer belong to the CPU that sleeps,
+ * and an interrupt (the timer, a reschedule or signal IPI, a TLB flush
+ * after the mapping changed) that comes after the checks stays pending
+ * until STI;MWAIT, where it ends the MWAIT at once instead of being lost
+ * before it.  The timer is (re)armed, pinned to this CPU, whenever the
+ * wait runs on a CPU other than the one it was armed on.
+ *
+ * Returns the MWAIT_REASON_* that ends the wait, 0 to go on, or the pin's
+ * negative errno.
  */
-static u32 mwait_loop(u32 *word, struct mwait_wait *w)
+static int mwait_episode(struct mwait_ctx *c)
 {
-	struct mwait_sleep sl;
+	struct mwait_wait *w = c->w;
+	unsigned int flags;
+	struct page *page;
+	void *kaddr;
+	u32 *word;
 	u32 reason;
+	int cpu;
+	int err;
 
-	mwait_sleep_init(&sl, w->hint);
-	do {
-		reason = mwait_episode(word, w, &sl);
-	} while (!reason);
-	hrtimer_cancel(&sl.timer);
-	destroy_hrtimer_on_stack(&sl.timer);
+	err = mwait_pin(c->uaddr, &page, &flags);
+	if (err)
+		return err;
+	kaddr = kmap_local_page(page);
+	word = kaddr + offset_in_page(c->uaddr);
+
+	local_irq_disable();
+	/* As the kernel's own MWAIT does on CPUs with this erratum. */
+	if (static_cpu_has_bug(X86_BUG_CLFLUSH_MONITOR)) {
+		/* Earlier accesses to the line complete before the flush, */
+		mb();
+		clflush(word);
+		/* and the flush completes before MONITOR arms on the line. */
+		mb();
+	}
+	__monitor(word, 0, 0);
+	w->value = READ_ONCE(*word);
+	reason = mwait_reason(c);
+	if (!reason && mwait_still_mapped(c->uaddr, flags, page)) {
+		cpu = smp_processor_id();
+		if (cpu != c->timer_cpu) {
+			hrtimer_start(&c->timer, ns_to_ktime(w->deadline_ns),
+				      HRTIMER_MODE_ABS_PINNED_HARD);
+			c->timer_cpu = cpu;
+		}
+		/* Nothing of the kernel's is left in the CPU's buffers. */
+		mwait_clear_cpu_buffers();
+		/* As local_irq_enable(), with MWAIT in STI's shadow. */
+		trace_hardirqs_on();
+		__sti_mwait(c->hint, 0);
+		w->wakeups++;
+	} else {
+		local_irq_enable();
+	}
+	kunmap_local(kaddr);
+	mwait_unpin(page);
 	return reason;
+}
+
+/*
+ * Waits episode after episode until one ends the wait, then cancels the
+ * deadline's timer.  Returns the MWAIT_REASON_* that ended it, or a
+ * negative errno.
+ */
+static int mwait_loop(struct mwait_wait *w, unsigned long uaddr)
+{
+	struct mwait_ctx c;
+	int ret;
+
+	mwait_ctx_init(&c, w, uaddr);
+	do {
+		ret = mwait_episode(&c);
+	} while (!ret);
+	hrtimer_cancel(&c.timer);
+	destroy_hrtimer_on_stack(&c.timer);
+	return ret;
 }
 
 static long mwait_ioc_wait(void __user *argp)
 {
 	struct mwait_wait w;
-	struct page *page;
-	unsigned long uaddr;
 	u64 now;
-	void *kaddr;
-	long ret;
+	int ret;
 
 	if (copy_from_user(&w, argp, sizeof(w)))
 		return -EFAULT;
@@ -302,24 +396,15 @@ static long mwait_ioc_wait(void __user *argp)
 	if (w.deadline_ns > now && w.deadline_ns - now > MWAIT_MAX_WAIT_NS)
 		return -ERANGE;
 
-	uaddr = (unsigned long)w.addr;
-	if (pin_user_pages_fast(uaddr & PAGE_MASK, 1, 0, &page) != 1)
-		return -EFAULT;
-	atomic_long_inc(&mwait_pinned);
-	kaddr = kmap_local_page(page);
-
 	w.value = 0;
 	w.wakeups = 0;
-	w.reason = mwait_loop(kaddr + offset_in_page(uaddr), &w);
-
-	kunmap_local(kaddr);
-	unpin_user_page(page);
-	atomic_long_dec(&mwait_pinned);
-
+	ret = mwait_loop(&w, (unsigned long)w.addr);
+	if (ret < 0)
+		return ret;
+	w.reason = ret;
 	if (copy_to_user(argp, &w, sizeof(w)))
 		return -EFAULT;
-	ret = w.reason == MWAIT_REASON_SIGNAL ? -EINTR : 0;
-	return ret;
+	return w.reason == MWAIT_REASON_SIGNAL ? -EINTR : 0;
 }
 
 static long mwait_ioctl(struct file *file, unsigned int cmd,

@@ -260,6 +260,124 @@ static int fuzz(int calls, uint32_t *word)
 }
 
 /*
+ * A wait on `p` on another thread while `disturb` runs on this one, then
+ * the wait's result.  `disturb` changes the word in some way the waiter
+ * must see (a store, perhaps after changing the mapping).
+ */
+static void wait_while(struct bg_wait *b, uint32_t *p, uint64_t rel,
+		       void (*disturb)(uint32_t *))
+{
+	pthread_t t;
+
+	memset(b, 0, sizeof(*b));
+	b->wfd = fd;
+	b->p = p;
+	b->rel = rel;
+	b->hold = 1;
+	pthread_create(&t, NULL, bg_waiter, b);
+	usleep(20000);
+	disturb(p);
+	pthread_join(t, NULL);
+}
+
+static void store_one(uint32_t *p)
+{
+	__atomic_store_n(p, 1, __ATOMIC_SEQ_CST);
+}
+
+static void dontneed_then_store(uint32_t *p)
+{
+	madvise(p, 4096, MADV_DONTNEED);
+	__atomic_store_n(p, 6, __ATOMIC_SEQ_CST);
+}
+
+static void unmap_page(uint32_t *p)
+{
+	munmap(p, 4096);
+}
+
+/* The wait ended on the change, with no error. */
+static int changed_to(struct bg_wait *b, uint32_t v)
+{
+	if (b->r || b->w.reason != MWAIT_REASON_CHANGED)
+		printf("# wait: r %d errno %d reason %u value %u\n", b->r,
+		       b->r ? b->err : 0, b->w.reason, b->w.value);
+	return b->r == 0 && b->w.reason == MWAIT_REASON_CHANGED &&
+	       b->w.value == v;
+}
+
+/*
+ * The word must be watched in the page that is mapped now, not in one the
+ * wait found at its start: the shared zero page, a file page that a private
+ * store replaces, a page that MADV_DONTNEED drops.
+ */
+static void stale_pages(void)
+{
+	struct bg_wait b;
+	uint32_t *p;
+	char path[] = "/tmp/mwait-XXXXXX";
+	int ffd;
+
+	/* Read, never written: the read fault maps the shared zero page. */
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	wait_while(&b, p, 500 * MS, store_one);
+	check(changed_to(&b, 1), "zero page: a store wakes the wait");
+	munmap(p, 4096);
+
+	/* Read-only and never written: nothing can change it. */
+	p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	{
+		struct mwait_wait w;
+
+		prep(&w, p, *p, 10 * MS);
+		check(refuse(&w, EFAULT),
+		      "zero page in a read-only mapping -> EFAULT");
+	}
+	munmap(p, 4096);
+
+	/* A private file mapping: the first store copies the page. */
+	mkdir("/tmp", 0700);
+	ffd = mkstemp(path);
+	if (ffd < 0 || ftruncate(ffd, 4096)) {
+		check(0, "MAP_PRIVATE file page: a store wakes the wait");
+	} else {
+		p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE,
+			 ffd, 0);
+		wait_while(&b, p, 500 * MS, store_one);
+		check(changed_to(&b, 1),
+		      "MAP_PRIVATE file page: a store wakes the wait");
+		munmap(p, 4096);
+	}
+	if (ffd >= 0) {
+		close(ffd);
+		unlink(path);
+	}
+
+	/*
+	 * MADV_DONTNEED drops the page; the word reads 0 until the store of 6
+	 * faults in a new page.  Either value is a change the wait must see.
+	 */
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	*p = 5;
+	wait_while(&b, p, 500 * MS, dontneed_then_store);
+	check(changed_to(&b, 6) || changed_to(&b, 0),
+	      "MADV_DONTNEED during a wait: the new page's value wakes it");
+	munmap(p, 4096);
+
+	/* The word is gone: the wait fails instead of watching a dead page. */
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	*p = 3;
+	wait_while(&b, p, 500 * MS, unmap_page);
+	if (b.r != -1 || b.err != EFAULT)
+		printf("# munmap: r %d errno %d reason %u\n", b.r, b.err,
+		       b.w.reason);
+	check(b.r == -1 && b.err == EFAULT, "munmap during a wait -> EFAULT");
+}
+
+/*
  * Runs fn in a child with no privilege (uid and gid nobody, so no
  * capability); the fd stays open.  Returns fn's result, or 0.
  */
@@ -479,6 +597,7 @@ int main(int argc, char **argv)
 	check(!wait_changed(&cell, 0) &&
 	      __atomic_load_n(&cell, __ATOMIC_SEQ_CST) == 1, "wake on store across threads");
 	pthread_join(t, NULL);
+	stale_pages();
 	privileges();
 
 	pthread_create(&t, NULL, ponger, NULL);
@@ -501,19 +620,6 @@ int main(int argc, char **argv)
 		check(ended_quietly(&b) &&
 		      ioctl(b.wfd, MWAIT_IOC_WAIT, &w) == -1 && errno == EBADF,
 		      "close of the fd during a wait");
-	}
-	{
-		uint32_t *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		struct bg_wait b = { .wfd = fd, .p = page, .rel = 300 * MS };
-
-		*page = 3;
-		pthread_create(&t, NULL, bg_waiter, &b);
-		usleep(20000);
-		r = munmap((void *)page, 4096);
-		pthread_join(t, NULL);
-		check(!r && ended_quietly(&b) && b.w.value == 3,
-		      "munmap of the page during a wait");
 	}
 	{
 		/*
