@@ -28,6 +28,7 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/preempt.h>
 #include <linux/sched/signal.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
@@ -168,8 +169,8 @@ static enum hrtimer_restart mwait_deadline_fn(struct hrtimer *timer)
 
 /*
  * One wait: its arguments and results, the user address of the word, the
- * MWAIT hint, and the deadline's timer with the CPU it is armed on (-1
- * until it is armed).
+ * MWAIT hint, the deadline's timer with the CPU it is armed on (-1 until it
+ * is armed), and the caller's count of preemptions when the wait began.
  */
 struct mwait_ctx {
 	struct mwait_wait *w;
@@ -177,6 +178,7 @@ struct mwait_ctx {
 	struct hrtimer timer;
 	int timer_cpu;
 	u32 hint;
+	unsigned long nivcsw;
 };
 
 /*
@@ -201,6 +203,7 @@ static void mwait_ctx_init(struct mwait_ctx *c, struct mwait_wait *w,
 	c->hint = w->hint;
 	if (MWAIT_HINT2CSTATE(w->hint) && !boot_cpu_has(X86_FEATURE_ARAT))
 		c->hint = 0;
+	c->nivcsw = READ_ONCE(current->nivcsw);
 }
 
 /*
@@ -271,14 +274,20 @@ static void mwait_unpin(struct page *page)
 	atomic_long_dec(&mwait_pinned);
 }
 
-/* Why the wait ends now, with the monitor armed and interrupts off, or 0. */
+/*
+ * Why the wait ends now, with the monitor armed and interrupts off, or 0.
+ * A preemption since the wait began counts as the scheduler wanting the
+ * CPU: under full preemption the interrupt that ends MWAIT can preempt the
+ * task where preemption is enabled, and need_resched() is clear again when
+ * it runs here.
+ */
 static u32 mwait_reason(struct mwait_ctx *c)
 {
 	struct mwait_wait *w = c->w;
 
 	if ((w->value & w->mask) != w->expected)
 		return MWAIT_REASON_CHANGED;
-	if (need_resched())
+	if (need_resched() || READ_ONCE(current->nivcsw) != c->nivcsw)
 		return MWAIT_REASON_RESCHED;
 	if (signal_pending(current))
 		return MWAIT_REASON_SIGNAL;
@@ -292,7 +301,10 @@ static u32 mwait_reason(struct mwait_ctx *c)
  * signal, the scheduler and the deadline, check that the page is still
  * the one mapped, then MWAIT.
  *
- * Interrupts stay off from the arm to STI;MWAIT, so the
+ * Preemption is off from before the checks until after MWAIT returns, as
+ * in the idle loop: the interrupt that ends MWAIT leaves need_resched()
+ * set for the next episode to see instead of preempting the task inside
+ * MWAIT's return.  Interrupts stay off from the arm to STI;MWAIT, so the
  * armed monitor and the deadline's timer belong to the CPU that sleeps,
  * and an interrupt (the timer, a reschedule or signal IPI, a TLB flush
  * after the mapping changed) that comes after the checks stays pending
@@ -320,6 +332,7 @@ static int mwait_episode(struct mwait_ctx *c)
 	kaddr = kmap_local_page(page);
 	word = kaddr + offset_in_page(c->uaddr);
 
+	preempt_disable();
 	local_irq_disable();
 	/* As the kernel's own MWAIT does on CPUs with this erratum. */
 	if (static_cpu_has_bug(X86_BUG_CLFLUSH_MONITOR)) {
@@ -350,6 +363,7 @@ static int mwait_episode(struct mwait_ctx *c)
 	}
 	kunmap_local(kaddr);
 	mwait_unpin(page);
+	preempt_enable();
 	return reason;
 }
 

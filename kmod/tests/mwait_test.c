@@ -464,6 +464,48 @@ static void privileges(void)
 	      "max_hint=0 again: hint 0x10 -> EPERM");
 }
 
+/* Waits again and again on a quiet word until `stop`, counting RESCHED. */
+static int stop_waiters;
+static int rescheds;
+
+static void *resched_waiter(void *arg)
+{
+	uint32_t word = 0;
+	struct mwait_wait w;
+
+	(void)arg;
+	while (!__atomic_load_n(&stop_waiters, __ATOMIC_RELAXED)) {
+		prep(&w, &word, 0, 50 * MS);
+		if (!ioctl(fd, MWAIT_IOC_WAIT, &w) &&
+		    w.reason == MWAIT_REASON_RESCHED)
+			__atomic_add_fetch(&rescheds, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/*
+ * More waiters than CPUs: the scheduler needs the CPUs and the module must
+ * say so (RESCHED), under any preemption model.
+ */
+static void oversubscribed(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	pthread_t t[16];
+	int i, n = 4 * (cpus > 0 && cpus < 4 ? cpus : 4);
+
+	rescheds = 0;
+	__atomic_store_n(&stop_waiters, 0, __ATOMIC_RELAXED);
+	for (i = 0; i < n; i++)
+		pthread_create(&t[i], NULL, resched_waiter, NULL);
+	usleep(500000);
+	__atomic_store_n(&stop_waiters, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	printf("# more waiters than CPUs: %d waiters, %d RESCHED returns\n",
+	       n, rescheds);
+	check(rescheds > 0, "more waiters than CPUs get RESCHED");
+}
+
 static uint32_t cell, ping, pong;
 
 static void *storer(void *arg)
@@ -599,6 +641,7 @@ int main(int argc, char **argv)
 	pthread_join(t, NULL);
 	stale_pages();
 	privileges();
+	oversubscribed();
 
 	pthread_create(&t, NULL, ponger, NULL);
 	r = 0;

@@ -40,8 +40,11 @@ boot() {
 }
 # The whole suite on a CPU with MONITOR/MWAIT, then the refusals on one
 # without it (CPUID.1:ECX[3] cleared): the module must load and say so.
-# Then idle=nomwait, which the module must honour like a CPU without MWAIT.
+# The whole suite again under full preemption, where the interrupt that ends
+# MWAIT can preempt the waiter before it looks at need_resched().  Then
+# idle=nomwait, which the module must honour like a CPU without MWAIT.
 boot mwait max
+boot preempt max preempt=full
 boot nomwait max,-monitor mwait_mode=nomwait
 boot idlenomwait max "idle=nomwait mwait_mode=idle_nomwait"
 pass=0
@@ -50,7 +53,7 @@ echo "# host: module code"
 cat objdump.log
 pass=$((pass + $(grep -c '^ok' objdump.log || true)))
 fail=$((fail + $(grep -c '^not ok' objdump.log || true)))
-for run in mwait nomwait idlenomwait; do
+for run in mwait preempt nomwait idlenomwait; do
 	log=serial-$run.log
 	echo "# guest: $run"
 	grep -E '^(ok|not ok|#)' "$log" | tr -d '\r'
