@@ -287,10 +287,10 @@ static u32 mwait_reason(struct mwait_ctx *c)
 
 	if ((w->value & w->mask) != w->expected)
 		return MWAIT_REASON_CHANGED;
-	if (need_resched() || READ_ONCE(current->nivcsw) != c->nivcsw)
-		return MWAIT_REASON_RESCHED;
 	if (signal_pending(current))
 		return MWAIT_REASON_SIGNAL;
+	if (need_resched() || READ_ONCE(current->nivcsw) != c->nivcsw)
+		return MWAIT_REASON_RESCHED;
 	if (ktime_get_ns() >= w->deadline_ns)
 		return MWAIT_REASON_DEADLINE;
 	return 0;
@@ -418,7 +418,12 @@ static long mwait_ioc_wait(void __user *argp)
 	w.reason = ret;
 	if (copy_to_user(argp, &w, sizeof(w)))
 		return -EFAULT;
-	return w.reason == MWAIT_REASON_SIGNAL ? -EINTR : 0;
+	/*
+	 * The deadline is absolute, so a call restarted after the signal's
+	 * handler (SA_RESTART) or a stop waits no longer than this one would
+	 * have; without SA_RESTART the caller sees EINTR.
+	 */
+	return w.reason == MWAIT_REASON_SIGNAL ? -ERESTARTSYS : 0;
 }
 
 static long mwait_ioctl(struct file *file, unsigned int cmd,

@@ -464,6 +464,83 @@ static void privileges(void)
 	      "max_hint=0 again: hint 0x10 -> EPERM");
 }
 
+static int handled;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	__atomic_add_fetch(&handled, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * A stop and continue with no handler, and a handler with SA_RESTART, do
+ * not end the wait: the deadline is absolute, so the kernel restarts the
+ * call and user space sees no EINTR.
+ */
+static void restarts(void)
+{
+	uint32_t *shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct sigaction sa;
+	struct bg_wait b;
+	pid_t pid;
+	int st;
+
+	*shared = 0;
+	pid = fork();
+	if (pid == 0) {
+		struct mwait_wait w;
+		int r;
+
+		prep(&w, shared, 0, 900 * MS);
+		do {
+			r = ioctl(fd, MWAIT_IOC_WAIT, &w);
+		} while (!r && w.reason == MWAIT_REASON_RESCHED);
+		_exit(r ? 2 : w.reason == MWAIT_REASON_CHANGED ? 0 : 3);
+	}
+	usleep(30000);
+	kill(pid, SIGSTOP);
+	usleep(30000);
+	kill(pid, SIGCONT);
+	usleep(30000);
+	__atomic_store_n(shared, 1, __ATOMIC_SEQ_CST);
+	st = -1;
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		printf("# SIGSTOP/SIGCONT: child status %#x\n", st);
+	check(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "SIGSTOP/SIGCONT without a handler: no EINTR, the wait goes on");
+	munmap(shared, 4096);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGUSR1, &sa, NULL);
+	__atomic_store_n(&handled, 0, __ATOMIC_RELAXED);
+	{
+		pthread_t t;
+		uint32_t word = 0;
+
+		memset(&b, 0, sizeof(b));
+		b.wfd = fd;
+		b.p = &word;
+		b.rel = 900 * MS;
+		b.hold = 1;
+		pthread_create(&t, NULL, bg_waiter, &b);
+		usleep(30000);
+		pthread_kill(t, SIGUSR1);
+		usleep(30000);
+		__atomic_store_n(&word, 1, __ATOMIC_SEQ_CST);
+		pthread_join(t, NULL);
+	}
+	check(__atomic_load_n(&handled, __ATOMIC_RELAXED) > 0 &&
+	      changed_to(&b, 1),
+	      "SA_RESTART handler: the wait is restarted and completes");
+	sa.sa_handler = SIG_DFL;
+	sa.sa_flags = 0;
+	sigaction(SIGUSR1, &sa, NULL);
+}
+
 /* Waits again and again on a quiet word until `stop`, counting RESCHED. */
 static int stop_waiters;
 static int rescheds;
@@ -640,6 +717,7 @@ int main(int argc, char **argv)
 	      __atomic_load_n(&cell, __ATOMIC_SEQ_CST) == 1, "wake on store across threads");
 	pthread_join(t, NULL);
 	stale_pages();
+	restarts();
 	privileges();
 	oversubscribed();
 
