@@ -39,16 +39,22 @@
  */
 #define LATE_MAX_NS	(5 * MS)
 
+/* How long the timed fuzzer runs, and how often it disturbs its callers. */
+#define FUZZ_SECONDS	10
+#define FUZZ_THREADS	2
 /* A hint below C1, for the privilege checks. */
 #define DEEP_HINT	0x10
 /* An unprivileged user and group for the privilege checks. */
 #define NOBODY		65534
 
 static int fd, passed, failed;
+/* Set by --compat: a 32-bit caller runs the quick subset, named so. */
+static int compat;
 
 static void check(int ok, const char *name)
 {
-	printf("%s %s\n", ok ? "ok" : "not ok", name);
+	printf("%s %s%s\n", ok ? "ok" : "not ok", compat ? "compat: " : "",
+	       name);
 	if (ok)
 		passed++;
 	else
@@ -583,6 +589,130 @@ static void oversubscribed(void)
 	check(rescheds > 0, "more waiters than CPUs get RESCHED");
 }
 
+/*
+ * The timed fuzzer: FUZZ_THREADS threads send random ioctls at a scratch
+ * area while this thread remaps it, changes its protection, drops its pages,
+ * forks and signals the callers.  Every call must end in success or a
+ * documented errno.
+ */
+static uint32_t *scratch;
+static int fuzz_stop;
+static int fuzz_bad;
+
+static void fuzz_one(uint64_t *state)
+{
+	unsigned char buf[sizeof(struct mwait_wait)];
+	struct mwait_wait *w = (struct mwait_wait *)buf;
+	uint64_t r;
+	size_t k;
+	int ret;
+
+	for (k = 0; k < sizeof(buf); k++) {
+		*state ^= *state << 13;
+		*state ^= *state >> 7;
+		*state ^= *state << 17;
+		buf[k] = *state;
+	}
+	r = *state;
+	w->addr = (uintptr_t)scratch + (r % 4) * 4096 + ((r >> 8) % 64) * 4;
+	w->deadline_ns = now_ns() + (r >> 16) % (3 * MS);
+	if ((r >> 32) % 4) {
+		w->pad = 0;
+		w->flags = 0;
+		w->hint = 0;
+	}
+	if ((r >> 40) % 4)
+		w->mask = 0;
+	ret = ioctl(fd, (r >> 48) % 8 ? MWAIT_IOC_WAIT : MWAIT_IOC_INFO, buf);
+	if (ret && errno != EINVAL && errno != EFAULT && errno != ERANGE &&
+	    errno != EINTR) {
+		printf("# timed fuzz: unexpected errno %d\n", errno);
+		__atomic_add_fetch(&fuzz_bad, 1, __ATOMIC_RELAXED);
+	}
+}
+
+static void *fuzz_caller(void *arg)
+{
+	uint64_t state = 0x9e3779b97f4a7c15ULL ^ (uintptr_t)arg;
+	long calls = 0;
+
+	while (!__atomic_load_n(&fuzz_stop, __ATOMIC_RELAXED)) {
+		fuzz_one(&state);
+		calls++;
+	}
+	return (void *)calls;
+}
+
+static void timed_fuzz(void)
+{
+	static const int prots[] = { PROT_NONE, PROT_READ,
+				     PROT_READ | PROT_WRITE };
+	pthread_t t[FUZZ_THREADS];
+	struct sigaction sa;
+	uint64_t end, i = 0;
+	long calls = 0;
+	void *res;
+	int k;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
+	scratch = mmap(NULL, 4 * 4096, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	__atomic_store_n(&fuzz_stop, 0, __ATOMIC_RELAXED);
+	fuzz_bad = 0;
+	for (k = 0; k < FUZZ_THREADS; k++)
+		pthread_create(&t[k], NULL, fuzz_caller, (void *)(uintptr_t)k);
+	end = now_ns() + FUZZ_SECONDS * 1000 * MS;
+	while (now_ns() < end) {
+		void *page = (char *)scratch + (i % 4) * 4096;
+
+		switch (next_rand() % 6) {
+		case 0:
+			mprotect(page, 4096, prots[next_rand() % 3]);
+			break;
+		case 1:
+			madvise(page, 4096, MADV_DONTNEED);
+			break;
+		case 2:
+			munmap(page, 4096);
+			mmap(page, 4096, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+			break;
+		case 3:
+			if (fork() == 0)
+				_exit(0);
+			while (waitpid(-1, NULL, WNOHANG) > 0)
+				;
+			break;
+		case 4:
+			pthread_kill(t[next_rand() % FUZZ_THREADS], SIGUSR1);
+			break;
+		default:
+			/* Writable again first: a store to PROT_NONE faults. */
+			mprotect(page, 4096, PROT_READ | PROT_WRITE);
+			__atomic_store_n((uint32_t *)page, next_rand(),
+					 __ATOMIC_RELAXED);
+			break;
+		}
+		i++;
+		usleep(200);
+	}
+	__atomic_store_n(&fuzz_stop, 1, __ATOMIC_RELAXED);
+	for (k = 0; k < FUZZ_THREADS; k++) {
+		pthread_join(t[k], &res);
+		calls += (long)res;
+	}
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	munmap(scratch, 4 * 4096);
+	sa.sa_handler = SIG_DFL;
+	sigaction(SIGUSR1, &sa, NULL);
+	printf("# timed fuzz: %ld calls, %llu disturbances in %d s\n", calls,
+	       (unsigned long long)i, FUZZ_SECONDS);
+	check(fuzz_bad == 0, "timed fuzz with remaps, signals and forks");
+}
+
 static uint32_t cell, ping, pong;
 
 static void *storer(void *arg)
@@ -646,6 +776,7 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "--no-mwait"))
 		return no_mwait();
+	compat = argc > 1 && !strcmp(argv[1], "--compat");
 	fd = open("/dev/mwait", O_RDWR);
 	check(fd >= 0, "open /dev/mwait");
 	memset(&info, 0xa5, sizeof(info));
@@ -718,6 +849,11 @@ int main(int argc, char **argv)
 	pthread_join(t, NULL);
 	stale_pages();
 	restarts();
+	if (compat) {
+		/* A 32-bit caller: the layout and compat path, not the load. */
+		printf("%d passed, %d failed\n", passed, failed);
+		return failed != 0;
+	}
 	privileges();
 	oversubscribed();
 
@@ -793,6 +929,7 @@ int main(int argc, char **argv)
 	}
 
 	check(fuzz(20000, &cell), "20000 random ioctls, documented errnos only");
+	timed_fuzz();
 	check(pinned_pages() == 0, "no page left pinned after the suite");
 
 

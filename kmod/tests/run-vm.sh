@@ -17,6 +17,9 @@ cp kb/mwait.ko root/
 sh "$here/tests/objdump-check.sh" kb/mwait.ko > objdump.log
 gcc -O2 -Wall -Wextra -static -pthread -o root/mwait_test \
 	"$here/tests/mwait_test.c"
+# A 32-bit caller (through compat_ptr_ioctl); needs gcc-multilib.
+gcc -m32 -O2 -Wall -Wextra -static -pthread -o root/mwait_test32 \
+	"$here/tests/mwait_test.c"
 (cd "$here/.." && RUSTFLAGS='-C target-feature=+crt-static' cargo build -q \
 	--release -p mwait-vm-guest --features counters --target x86_64-unknown-linux-gnu \
 	--target-dir target/vm-guest)
@@ -28,6 +31,8 @@ for c in mount insmod rmmod dmesg grep cat poweroff; do
 done
 cp "$here/tests/init" root/init && chmod +x root/init
 (cd root && find . | cpio -o -H newc 2>/dev/null | gzip) > initramfs.gz
+# What the kernel prints when something went wrong (the serial log and dmesg).
+KERNEL_COMPLAINTS='WARNING:|BUG:|Oops|soft lockup|self-detected stall|rcu: INFO|blocked for more than|still pinned'
 # boot NAME CPU [INIT-ENV]: one guest run; its serial log is serial-NAME.log.
 # A word "k=v" on the kernel command line that the kernel does not know
 # reaches init as an environment variable.
@@ -59,6 +64,14 @@ for run in mwait preempt nomwait idlenomwait; do
 	grep -E '^(ok|not ok|#)' "$log" | tr -d '\r'
 	pass=$((pass + $(grep -c '^ok' "$log" || true)))
 	fail=$((fail + $(grep -c '^not ok' "$log" || true)))
+	# Any kernel complaint on the console fails the run.
+	if grep -E "$KERNEL_COMPLAINTS" "$log"; then
+		echo "not ok the $run guest's serial log has a kernel complaint"
+		fail=$((fail + 1))
+	else
+		echo "ok the $run guest's serial log is clean"
+		pass=$((pass + 1))
+	fi
 	# The last step of init; without it the guest died or hung part-way.
 	if ! grep -q '^ok dmesg clean' "$log"; then
 		echo "not ok the $run guest did not reach its last step (see $work/$log)"
