@@ -208,8 +208,11 @@ static int fuzz(int calls, uint32_t *word)
 {
 	static const unsigned long cmds[] = {
 		MWAIT_IOC_INFO, MWAIT_IOC_WAIT,
-		_IOWR('w', 1, char[16]), _IOR('w', 0, char[8]),
-		_IOWR('w', 7, struct mwait_wait), _IO('w', 1), 0x1234,
+		_IOWR(MWAIT_IOC_MAGIC, 1, char[16]),
+		_IOR(MWAIT_IOC_MAGIC, 0, char[8]),
+		_IOWR(MWAIT_IOC_MAGIC, 7, struct mwait_wait),
+		_IO(MWAIT_IOC_MAGIC, 1), _IOWR('w', 1, struct mwait_wait),
+		0x1234,
 	};
 	unsigned char buf[sizeof(struct mwait_wait) + 64];
 	int i, bad = 0;
@@ -812,7 +815,7 @@ int main(int argc, char **argv)
 	prep(&w, &word, 7, 0);
 	w.deadline_ns += info.max_wait_ns + 1000 * MS;
 	check(refuse(&w, ERANGE), "deadline beyond cap -> ERANGE");
-	check(ioctl(fd, _IOWR('w', 9, struct mwait_wait), &w) == -1 &&
+	check(ioctl(fd, _IOWR(MWAIT_IOC_MAGIC, 9, struct mwait_wait), &w) == -1 &&
 	      errno == ENOTTY, "unknown ioctl -> ENOTTY");
 
 	prep(&w, &word, 8, 10 * MS);

@@ -12,8 +12,8 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-/* Bumped on every incompatible change of the structures below. */
-#define MWAIT_ABI_VERSION	1
+/* Bumped on every incompatible change of the interface below. */
+#define MWAIT_ABI_VERSION	2
 
 /* mwait_info.flags: MONITOR/MWAIT is usable on this machine. */
 #define MWAIT_INFO_USABLE	(1U << 0)
@@ -73,8 +73,11 @@ struct mwait_wait {
 	__u32 pad;
 };
 
-/* One magic letter for the whole interface. */
-#define MWAIT_IOC_MAGIC		'w'
+/*
+ * One ioctl type for the whole interface; 0xE7 is not taken in the
+ * kernel's Documentation/userspace-api/ioctl/ioctl-number.rst.
+ */
+#define MWAIT_IOC_MAGIC		0xE7
 #define MWAIT_IOC_INFO		_IOR(MWAIT_IOC_MAGIC, 0, struct mwait_info)
 #define MWAIT_IOC_WAIT		_IOWR(MWAIT_IOC_MAGIC, 1, struct mwait_wait)
 
