@@ -34,7 +34,7 @@ const _: () = {
     ["Offset of field: mwait_info::max_wait_ns"]
         [::core::mem::offset_of!(mwait_info, max_wait_ns) - 16usize];
 };
-#[doc = " struct mwait_wait - one bounded kernel wait (MWAIT_IOC_WAIT in/out)\n @addr:\tin: user address of a naturally aligned __u32.\n @deadline_ns: in: absolute CLOCK_MONOTONIC deadline in ns.\n @mask:\tin: bits of *addr that are compared.\n @expected:\tin: wait while (*addr & mask) == expected.\n @hint:\tin: MWAIT hint (EAX), checked against CPUID leaf 5.\n @flags:\tin: must be zero (see MWAIT_WAIT_FLAGS_ALL).\n @value:\tout: last value of *addr seen.\n @reason:\tout: MWAIT_REASON_* that ended the wait.\n @wakeups:\tout: how many times MWAIT returned.\n @pad:\tmust be zero."]
+#[doc = " struct mwait_wait - one bounded kernel wait (MWAIT_IOC_WAIT in/out)\n @addr:\tin: user address of a naturally aligned __u32.\n @deadline_ns: in: absolute CLOCK_MONOTONIC deadline in ns.\n @mask:\tin: bits of *addr that are compared.\n @expected:\tin: wait while (*addr & mask) == expected.\n @hint:\tin: MWAIT hint (EAX): 0x00 (C1) for every caller; deeper\n\t\thints need privilege and CPUID leaf 5 (see above).\n @flags:\tin: must be zero (see MWAIT_WAIT_FLAGS_ALL).\n @value:\tout: last value of *addr seen.\n @reason:\tout: MWAIT_REASON_* that ended the wait.\n @wakeups:\tout: how many times MWAIT returned.\n @pad:\tmust be zero."]
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, PartialEq, Eq)]
 pub struct mwait_wait {
