@@ -251,21 +251,18 @@ static int mwait_pin(unsigned long uaddr, struct page **pagep,
 }
 
 /*
- * With interrupts off, whether the address still maps the pinned page.
- * If it does, any later change of the mapping flushes this CPU's TLB with
- * an IPI, which stays pending until STI;MWAIT and ends the MWAIT; if it
- * does not, the change came before, and the episode must not sleep on the
- * old page.  The lookup is the lockless one, safe with interrupts off.
+ * With interrupts off, the page the address maps now, with a reference
+ * the caller drops once interrupts and preemption are on again (freeing a
+ * page may take a sleeping lock under PREEMPT_RT), or NULL.  The lookup is
+ * the lockless one, safe with interrupts off.
  */
-static bool mwait_still_mapped(unsigned long uaddr, unsigned int flags,
-			       struct page *page)
+static struct page *mwait_mapped_now(unsigned long uaddr, unsigned int flags)
 {
 	struct page *now;
 
 	if (!get_user_page_fast_only(uaddr & PAGE_MASK, flags, &now))
-		return false;
-	put_page(now);
-	return now == page;
+		return NULL;
+	return now;
 }
 
 static void mwait_unpin(struct page *page)
@@ -318,8 +315,8 @@ static u32 mwait_reason(struct mwait_ctx *c)
 static int mwait_episode(struct mwait_ctx *c)
 {
 	struct mwait_wait *w = c->w;
+	struct page *page, *now = NULL;
 	unsigned int flags;
-	struct page *page;
 	void *kaddr;
 	u32 *word;
 	u32 reason;
@@ -345,7 +342,15 @@ static int mwait_episode(struct mwait_ctx *c)
 	__monitor(word, 0, 0);
 	w->value = READ_ONCE(*word);
 	reason = mwait_reason(c);
-	if (!reason && mwait_still_mapped(c->uaddr, flags, page)) {
+	/*
+	 * If the address still maps the pinned page, any later change of the
+	 * mapping flushes this CPU's TLB with an IPI, which stays pending
+	 * until STI;MWAIT and ends the MWAIT.  If it does not, the change
+	 * came first: go round and pin the new page instead of sleeping.
+	 */
+	if (!reason)
+		now = mwait_mapped_now(c->uaddr, flags);
+	if (!reason && now == page) {
 		cpu = smp_processor_id();
 		if (cpu != c->timer_cpu) {
 			hrtimer_start(&c->timer, ns_to_ktime(w->deadline_ns),
@@ -361,9 +366,11 @@ static int mwait_episode(struct mwait_ctx *c)
 	} else {
 		local_irq_enable();
 	}
+	preempt_enable();
+	if (now)
+		put_page(now);
 	kunmap_local(kaddr);
 	mwait_unpin(page);
-	preempt_enable();
 	return reason;
 }
 
