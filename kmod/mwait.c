@@ -16,7 +16,8 @@
  * A wait is a series of episodes, each ended by an MWAIT wake-up.  Every
  * episode looks the word up again in the caller's address space and pins
  * its page only until the episode ends, so a wait never watches a page
- * that is no longer the one mapped, and no pin outlives an episode.
+ * that is no longer the one mapped, and no pin outlives its episode by
+ * more than a preemption at the episode's end.
  */
 
 #include <linux/atomic.h>
