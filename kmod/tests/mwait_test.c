@@ -817,6 +817,9 @@ int main(int argc, char **argv)
 	check(refuse(&w, ERANGE), "deadline beyond cap -> ERANGE");
 	check(ioctl(fd, _IOWR(MWAIT_IOC_MAGIC, 9, struct mwait_wait), &w) == -1 &&
 	      errno == ENOTTY, "unknown ioctl -> ENOTTY");
+	/* 'w' belongs to another driver; ABI 1 used it. */
+	check(ioctl(fd, _IOWR('w', 1, struct mwait_wait), &w) == -1 &&
+	      errno == ENOTTY, "the ABI 1 WAIT number ('w', 1) -> ENOTTY");
 
 	prep(&w, &word, 8, 10 * MS);
 	r = ioctl(fd, MWAIT_IOC_WAIT, &w);
