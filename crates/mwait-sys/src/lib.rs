@@ -37,7 +37,8 @@ pub use bindings::MWAIT_REASON_CHANGED;
 pub use bindings::MWAIT_REASON_DEADLINE;
 /// The scheduler needs the CPU: park on a futex instead of calling again.
 pub use bindings::MWAIT_REASON_RESCHED;
-/// A signal is pending (the ioctl failed with `EINTR`).
+/// A signal is pending: written back, and the ioctl is restarted after a stop or
+/// an `SA_RESTART` handler, or fails with `EINTR` after a handler without it.
 pub use bindings::MWAIT_REASON_SIGNAL;
 /// Every flag `MWAIT_IOC_WAIT` accepts (none yet).
 pub use bindings::MWAIT_WAIT_FLAGS_ALL;
