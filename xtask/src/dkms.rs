@@ -11,7 +11,8 @@
 //! takes from nowhere but `/etc/dkms/framework.conf`; a key made by this step
 //! is removed again. The checks: `dkms status` says installed, the built and the
 //! installed `.ko` exist, `modinfo` names the module and its vermagic is the
-//! headers' `UTS_RELEASE`, the installed copy sits at `DEST_MODULE_LOCATION`, and
+//! headers' `UTS_RELEASE`, the installed copy sits at `DEST_MODULE_LOCATION`,
+//! both pass `kmod/tests/objdump-check.sh` (a VERW before every MWAIT), and
 //! DKMS printed no "Deprecated" line about the dkms.conf.
 
 use crate::util::{self, capture, cloud_kernel_release, ensure_apt, project_root, step, Res};
@@ -295,6 +296,23 @@ fn check_module(checks: &mut Checks, conf: &DkmsConf, uts: &str, what: &str, pat
         vermagic.split_whitespace().next() == Some(uts),
         format!(
             "the {what} module's vermagic `{vermagic}` starts with the headers' UTS_RELEASE {uts}"
+        ),
+    );
+    // The CPU buffer clear before MWAIT is in the code DKMS built, too.
+    let objdump = util::output(
+        Command::new("sh")
+            .arg(project_root().join("kmod/tests/objdump-check.sh"))
+            .arg(path),
+    )
+    .unwrap_or_default();
+    let verdict = objdump.lines().last().unwrap_or("no verdict").to_string();
+    checks.check(
+        verdict.starts_with("ok "),
+        format!(
+            "the {what} module passes kmod/tests/objdump-check.sh ({})",
+            verdict
+                .trim_start_matches("not ok ")
+                .trim_start_matches("ok ")
         ),
     );
 }

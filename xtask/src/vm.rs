@@ -13,6 +13,7 @@ const PACKAGES: &[&str] = &[
     "cpio",
     "linux-headers-cloud-amd64",
     "gcc",
+    "gcc-multilib",
     "make",
 ];
 

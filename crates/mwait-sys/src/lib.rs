@@ -29,7 +29,7 @@ pub use bindings::__u64;
 pub use bindings::MWAIT_ABI_VERSION;
 /// `mwait_info.flags` bit: MONITOR/MWAIT is usable on this machine.
 pub use bindings::MWAIT_INFO_USABLE;
-/// The ioctl magic letter.
+/// The ioctl type byte (0xE7).
 pub use bindings::MWAIT_IOC_MAGIC;
 /// The word changed.
 pub use bindings::MWAIT_REASON_CHANGED;
@@ -37,7 +37,8 @@ pub use bindings::MWAIT_REASON_CHANGED;
 pub use bindings::MWAIT_REASON_DEADLINE;
 /// The scheduler needs the CPU: park on a futex instead of calling again.
 pub use bindings::MWAIT_REASON_RESCHED;
-/// A signal is pending (the ioctl failed with `EINTR`).
+/// A signal is pending: written back, and the ioctl is restarted after a stop or
+/// an `SA_RESTART` handler, or fails with `EINTR` after a handler without it.
 pub use bindings::MWAIT_REASON_SIGNAL;
 /// Every flag `MWAIT_IOC_WAIT` accepts (none yet).
 pub use bindings::MWAIT_WAIT_FLAGS_ALL;
@@ -51,10 +52,10 @@ const IOC_WRITE: u32 = 1;
 const IOC_READ: u32 = 2;
 
 const fn ioc(dir: u32, nr: u32, size: usize) -> u32 {
-    (dir << 30) | ((size as u32) << 16) | ((MWAIT_IOC_MAGIC as u32) << 8) | nr
+    (dir << 30) | ((size as u32) << 16) | (MWAIT_IOC_MAGIC << 8) | nr
 }
 
-/// `MWAIT_IOC_INFO`: `_IOR('w', 0, struct mwait_info)`.
+/// `MWAIT_IOC_INFO`: `_IOR(MWAIT_IOC_MAGIC, 0, struct mwait_info)`.
 pub const MWAIT_IOC_INFO: u32 = ioc(IOC_READ, 0, core::mem::size_of::<mwait_info>());
-/// `MWAIT_IOC_WAIT`: `_IOWR('w', 1, struct mwait_wait)`.
+/// `MWAIT_IOC_WAIT`: `_IOWR(MWAIT_IOC_MAGIC, 1, struct mwait_wait)`.
 pub const MWAIT_IOC_WAIT: u32 = ioc(IOC_READ | IOC_WRITE, 1, core::mem::size_of::<mwait_wait>());
