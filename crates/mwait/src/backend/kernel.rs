@@ -2,8 +2,9 @@
 //! CPUs that have MWAIT but no user-mode wait.
 //!
 //! The device is opened once per process and kept open (`sys/x86/dev_mwait.rs`). Each
-//! episode is one `MWAIT_IOC_WAIT`; the module returns as soon as the word changes,
-//! the deadline passes, the scheduler needs the CPU or a signal is pending. The last
+//! episode is one `MWAIT_IOC_WAIT`; the module returns once it sees the word changed
+//! (at the next wake of its MWAIT: the store to the line, or any interrupt), the
+//! deadline passes, the scheduler needs the CPU or a signal is pending. The last
 //! two become [`HwWake::Yield`], so the ladder parks on the futex instead of holding a
 //! CPU the scheduler wants.
 //!
