@@ -113,7 +113,7 @@ fn forced_spin_and_futex_are_used_and_reported() {
 #[test]
 fn forcing_a_backend_the_cpu_lacks_fails_loudly_on_first_wait() {
     let caps = Capabilities::detect();
-    for b in [Backend::Umwait, Backend::Mwaitx, Backend::Kernel] {
+    for b in Backend::ALL.into_iter().filter(|b| b.is_hardware()) {
         let (ok, out) = child("wait", &[("MWAIT_BACKEND", b.name())]);
         if caps.offers(b) {
             assert!(ok, "{b} is offered here, forcing it must work: {out}");
@@ -136,7 +136,8 @@ fn kill_switch_removes_hardware_backends_from_auto_selection() {
     assert!(
         !out.contains("backend=umwait")
             && !out.contains("backend=mwaitx")
-            && !out.contains("backend=kernel"),
+            && !out.contains("backend=kernel")
+            && !out.contains("backend=wfe"),
         "{out}"
     );
 }
