@@ -7,9 +7,20 @@ use std::process::Command;
 /// Set in the child: which case to run.
 const CHILD: &str = "MWAIT_TEST_ENV_CHILD";
 
-/// Runs `case` in a child with `vars`; returns (success, stdout + stderr).
+/// Runs `case` in a child with `vars`; returns (success, stdout + stderr). The child
+/// runs under `MWAIT_TEST_RUNNER` where set (see `support::RUNNER_ENV`).
 fn child(case: &str, vars: &[(&str, &str)]) -> (bool, String) {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    let exe = std::env::current_exe().unwrap();
+    let runner = std::env::var("MWAIT_TEST_RUNNER").unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    let mut cmd = match words.next() {
+        Some(prog) => {
+            let mut c = Command::new(prog);
+            c.args(words).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
     cmd.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
         .env(CHILD, case)
         .env_remove("MWAIT_BACKEND")
