@@ -44,8 +44,9 @@
 //!    (shorter under a hypervisor, none when the process has one CPU, and adaptively
 //!    none on cells where spinning keeps failing);
 //! 2. **hardware wait**: arm a monitor on the cell's line and let the CPU sleep until
-//!    the line is written (UMONITOR/UMWAIT on Intel, MONITORX/MWAITX on AMD, or
-//!    MONITOR/MWAIT in ring 0 through the `/dev/mwait` kernel shim);
+//!    the line is written (UMONITOR/UMWAIT on Intel, MONITORX/MWAITX on AMD,
+//!    MONITOR/MWAIT in ring 0 through the `/dev/mwait` kernel shim, or LDAXR and
+//!    WFE on AArch64 Linux where the event stream or WFET bounds the wait);
 //! 3. **park**: sleep on a futex (or the OS's equivalent), which frees the CPU
 //!    for other threads.
 //!
