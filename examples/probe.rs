@@ -113,7 +113,7 @@ fn measure_rows(caps: &Capabilities, sel: &Selection, pin: bool) -> Vec<(String,
             waitcell_rtt(WaitPolicy::new().backend(Backend::Futex), pin),
         ));
     }
-    for b in [Backend::Umwait, Backend::Mwaitx, Backend::Kernel] {
+    for b in Backend::ALL.into_iter().filter(|b| b.is_hardware()) {
         if sel.backend == b {
             rows.push((
                 format!("waitcell, {b} forced (no spin)"),

@@ -4,6 +4,7 @@
 //! so that it builds in seconds on a fresh machine. Every subcommand installs what it
 //! needs (rustup targets, Debian packages) and says what it installs.
 
+mod aarch64;
 mod bench;
 mod client_bench;
 mod clients;
@@ -47,6 +48,9 @@ commands:
                   only its rayon part (rayon-core stock and patched, in turns);
                   appends to target/mwait-bench/rayon.md
   hw-test         the hardware tiers' suites (UMWAIT under qemu-user, MWAITX native)
+  aarch64-test    builds the mwait test suites for aarch64-unknown-linux-gnu
+                  and runs them under qemu-aarch64 (installs qemu-user, clang
+                  and the cross libc): the futex park tier and the wfe tier
   wine-test       builds the mwait test suites for x86_64-pc-windows-gnu and
                   runs them under Wine (installs wine64 and MinGW)
   cross-check     clippy and `cargo test --no-run` (link skipped) for macOS,
@@ -81,6 +85,7 @@ fn main() -> ExitCode {
         "stress" => test::stress(rest),
         "bench" => bench::run(rest),
         "hw-test" => hwtest::run(rest),
+        "aarch64-test" => aarch64::run(rest),
         "wine-test" => ports::wine_test(rest),
         "cross-check" => ports::cross_check(rest),
         "hw-report" => hwreport::run(rest),

@@ -312,7 +312,7 @@ fn run_under_wine(wine: &Path, prefix: &Path, exe: &Path) -> Res<(u64, u64, bool
 
 /// The passed and failed counts of a libtest summary line
 /// (`test result: ok. 17 passed; 0 failed; 0 ignored; ...`).
-fn parse_result(line: &str) -> Option<(u64, u64)> {
+pub fn parse_result(line: &str) -> Option<(u64, u64)> {
     let rest = line.trim().strip_prefix("test result: ")?;
     let count = |what: &str| -> Option<u64> {
         rest.split(';').find_map(|part| {

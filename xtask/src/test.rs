@@ -196,7 +196,8 @@ fn loom_user() -> Res {
 }
 
 /// The docs, and the targets this machine can only compile for or emulate: the
-/// fallback ladders, the cross-checks and the Windows park tier under Wine.
+/// fallback ladders, the cross-checks, the Windows park tier under Wine and AArch64
+/// Linux under qemu-user.
 fn docs_and_other_targets() -> Res {
     step("docs, -D warnings");
     util::run(
@@ -219,6 +220,9 @@ fn docs_and_other_targets() -> Res {
 
     step("the Windows park tier: the test suites under Wine");
     crate::ports::wine_test(&[])?;
+
+    step("AArch64 Linux: the test suites under qemu-aarch64 (park and wfe tiers)");
+    crate::aarch64::run(&[])?;
     Ok(())
 }
 

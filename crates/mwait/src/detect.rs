@@ -1,15 +1,20 @@
-//! What this machine offers: CPUID, the OS's UMWAIT limits, the kernel shim, CPUs.
+//! What this machine offers: CPUID, the OS's UMWAIT limits, the kernel shim, CPUs;
+//! on AArch64, the auxiliary vector's `AT_HWCAP`/`AT_HWCAP2` and the MIDR.
 //!
 //! Detection runs once per process ([`Capabilities::detect`]) and is cached. The CPUID
 //! part is a pure function of a [`CpuIdReader`](raw_cpuid::CpuIdReader)
 //! ([`Capabilities::from_cpuid`]), so the selection logic is unit-tested on recorded
 //! CPUID dumps of other CPUs (`select/tests.rs`).
 //!
-//! Only CPUID decides whether an instruction may be used. A SIGILL probe is not
-//! trusted: some guests *execute* MWAITX although CPUID hides it, and trap it
-//! (`docs/hardware-results.md`).
+//! The AArch64 part is a pure function of the recorded words too
+//! ([`Capabilities::from_hwcaps`] of a [`Hwcaps`]), so that the rule that offers the
+//! WFE tier is tested on any machine.
+//!
+//! Only CPUID (on AArch64, the auxiliary vector) decides whether an instruction may
+//! be used. A SIGILL probe is not trusted: some guests *execute* MWAITX although
+//! CPUID hides it, and trap it (`docs/hardware-results.md`).
 
-use crate::sys::{self, CpuidWaits};
+use crate::sys::{self, CpuidWaits, HwcapWaits};
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -105,6 +110,62 @@ pub struct Capabilities {
     /// CPUs this process may use: the online CPUs within the cgroup's cpuset and
     /// CPU quota, not the calling thread's affinity mask.
     pub usable_cpus: usize,
+    /// AArch64 `AT_HWCAP` `HWCAP_EVTSTRM`: the kernel runs the generic timer's event
+    /// stream, so every WFE ends within its period (about 100 µs).
+    pub event_stream: bool,
+    /// AArch64 `AT_HWCAP2` `HWCAP2_WFXT`: WFET, a WFE with a deadline (Armv8.7).
+    pub wfxt: bool,
+    /// AArch64 `MIDR_EL1` of CPU 0 (implementer, part, revision), from sysfs; `None`
+    /// elsewhere or where the kernel does not expose it.
+    pub midr: Option<u64>,
+}
+
+/// `HWCAP_EVTSTRM`, bit 2 of `AT_HWCAP` on arm64 (Linux
+/// `arch/arm64/include/uapi/asm/hwcap.h`: `#define HWCAP_EVTSTRM (1 << 2)`).
+pub(crate) const HWCAP_EVTSTRM: u64 = 1 << 2;
+/// `HWCAP2_WFXT`, bit 31 of `AT_HWCAP2` on arm64 (same header, since Linux 5.19:
+/// `#define HWCAP2_WFXT (1UL << 31)`); glibc's libc crate does not define it yet.
+pub(crate) const HWCAP2_WFXT: u64 = 1 << 31;
+/// Where Linux exposes CPU 0's `MIDR_EL1` (a hexadecimal number).
+const MIDR_PATH: &str = "/sys/devices/system/cpu/cpu0/regs/identification/midr_el1";
+
+/// The AArch64 facts as read: the auxiliary vector's two capability words and the
+/// MIDR. All zero (and no MIDR) off AArch64 Linux; tests build recorded ones.
+// Read on every target but x86-64, whose detection is CPUID (its tests build them).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Hwcaps {
+    /// `getauxval(AT_HWCAP)`.
+    pub hwcap: u64,
+    /// `getauxval(AT_HWCAP2)`.
+    pub hwcap2: u64,
+    /// `MIDR_EL1` from sysfs.
+    pub midr: Option<u64>,
+}
+
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+impl Hwcaps {
+    /// This process's words (zero off AArch64 Linux) and CPU 0's MIDR.
+    pub(crate) fn read() -> Hwcaps {
+        let (hwcap, hwcap2) = sys::arm::auxv_hwcaps();
+        let midr = if sys::HAS_ARM_WAITS {
+            sys::host::read(MIDR_PATH).and_then(|s| parse_hex(&s))
+        } else {
+            None
+        };
+        Hwcaps {
+            hwcap,
+            hwcap2,
+            midr,
+        }
+    }
+}
+
+/// A hexadecimal number as sysfs writes it (`0x00000000410fd0c0`).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn parse_hex(s: &str) -> Option<u64> {
+    let s = s.trim();
+    u64::from_str_radix(s.strip_prefix("0x").unwrap_or(s), 16).ok()
 }
 
 static DETECTED: OnceLock<Capabilities> = OnceLock::new();
@@ -134,6 +195,21 @@ impl Capabilities {
             umwait_control: os.umwait_control,
             dev_mwait: os.dev_mwait,
             usable_cpus: os.usable_cpus,
+            event_stream: false,
+            wfxt: false,
+            midr: None,
+        }
+    }
+
+    /// Capabilities of an AArch64 CPU from its auxiliary vector's words and MIDR.
+    /// This is the pure part of AArch64 detection: tests feed it recorded words.
+    #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+    pub(crate) fn from_hwcaps(h: Hwcaps, os: OsFacts) -> Capabilities {
+        Capabilities {
+            event_stream: h.hwcap & HWCAP_EVTSTRM != 0,
+            wfxt: h.hwcap2 & HWCAP2_WFXT != 0,
+            midr: h.midr,
+            ..Capabilities::without_cpuid(os)
         }
     }
 }
@@ -295,11 +371,11 @@ mod leaves {
     }
 }
 
-/// No CPUID here: no hardware wait.
+/// No CPUID here: the auxiliary vector (AArch64 Linux; all zero elsewhere).
 #[cfg(not(target_arch = "x86_64"))]
 impl Capabilities {
     fn native(os: OsFacts) -> Capabilities {
-        Capabilities::without_cpuid(os)
+        Capabilities::from_hwcaps(Hwcaps::read(), os)
     }
 }
 
@@ -346,11 +422,25 @@ impl CpuidWaits for Capabilities {
     }
 }
 
+/// The same proof for the AArch64 token, from the auxiliary vector.
+impl HwcapWaits for Capabilities {
+    fn event_stream(&self) -> bool {
+        self.event_stream && self.are_this_cpus()
+    }
+
+    fn wfxt(&self) -> bool {
+        self.wfxt && self.are_this_cpus()
+    }
+}
+
 impl fmt::Display for Capabilities {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.fmt_cpu(f)?;
         self.fmt_monitor(f)?;
         self.fmt_tsc(f)?;
+        if sys::HAS_ARM_WAITS || self.event_stream || self.wfxt || self.midr.is_some() {
+            self.fmt_arm(f)?;
+        }
         self.fmt_os(f)
     }
 }
@@ -424,6 +514,39 @@ impl Capabilities {
         }
     }
 
+    /// The AArch64 facts: the event stream, WFET, the MIDR, and whether the WFE tier
+    /// is offered (or why not).
+    fn fmt_arm(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "event stream:      {} (AT_HWCAP HWCAP_EVTSTRM; ends every WFE within about 100 us)",
+            yes_no(self.event_stream)
+        )?;
+        writeln!(
+            f,
+            "WFET:              {} (AT_HWCAP2 HWCAP2_WFXT; a WFE with a deadline)",
+            yes_no(self.wfxt)
+        )?;
+        match self.midr {
+            Some(m) => writeln!(
+                f,
+                "MIDR_EL1:          {m:#010x} (implementer {:#04x}{}, part {:#05x}, variant {}, revision {})",
+                (m >> 24) & 0xff,
+                implementer_name((m >> 24) & 0xff)
+                    .map(|n| format!(" {n}"))
+                    .unwrap_or_default(),
+                (m >> 4) & 0xfff,
+                (m >> 20) & 0xf,
+                m & 0xf
+            )?,
+            None => writeln!(f, "MIDR_EL1:          not readable ({MIDR_PATH})")?,
+        }
+        match self.wfe_missing() {
+            None => writeln!(f, "wfe tier:          offered"),
+            Some(why) => writeln!(f, "wfe tier:          not offered: {why}"),
+        }
+    }
+
     /// The OS's facts: `umwait_control` and `/dev/mwait` (the last line, unterminated).
     fn fmt_os(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.umwait_control {
@@ -442,6 +565,24 @@ impl Capabilities {
         }
         write!(f, "/dev/mwait:        {}", yes_no(self.dev_mwait))
     }
+}
+
+/// The MIDR implementer codes of the server and desktop CPUs that run Linux (Arm
+/// ARM, "MIDR_EL1, Main ID Register").
+fn implementer_name(code: u64) -> Option<&'static str> {
+    Some(match code {
+        0x41 => "Arm",
+        0x42 => "Broadcom",
+        0x43 => "Cavium",
+        0x46 => "Fujitsu",
+        0x48 => "HiSilicon",
+        0x4e => "NVIDIA",
+        0x50 => "APM",
+        0x51 => "Qualcomm",
+        0x61 => "Apple",
+        0xc0 => "Ampere",
+        _ => return None,
+    })
 }
 
 /// `yes` or `no`.

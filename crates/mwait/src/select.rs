@@ -129,7 +129,12 @@ pub struct Selection {
 }
 
 /// The backends with a hardware tier, which `MWAIT_DISABLE=hw` turns off.
-const HARDWARE: [Backend; 3] = [Backend::Umwait, Backend::Mwaitx, Backend::Kernel];
+const HARDWARE: [Backend; 4] = [
+    Backend::Umwait,
+    Backend::Mwaitx,
+    Backend::Wfe,
+    Backend::Kernel,
+];
 
 /// `MWAIT_DISABLE`'s backends, in its order.
 fn parse_disable(s: Option<&str>) -> Result<Vec<Backend>, SelectError> {
@@ -266,7 +271,8 @@ fn auto_reason(b: Backend, rejected: &[(Backend, String)]) -> String {
     } else if rejected.is_empty() {
         match b {
             Backend::Futex => "no hardware wait is offered (no WAITPKG, no MONITORX, \
-                               no usable /dev/mwait)"
+                               no usable /dev/mwait, no WFE bounded by the event \
+                               stream or WFET)"
                 .to_string(),
             _ => "no hardware wait, and parking is turned off".to_string(),
         }
@@ -349,6 +355,7 @@ fn missing_reason(caps: &Capabilities, b: Backend) -> String {
         Backend::Mwaitx => "CPUID.8000_0001:ECX[29] MONITORX is 0".into(),
         Backend::Kernel if !caps.monitor_mwait => "CPUID.1:ECX[3] MONITOR is 0".into(),
         Backend::Kernel => "/dev/mwait does not exist (load kmod/mwait.ko)".into(),
+        Backend::Wfe => caps.wfe_missing().unwrap_or("offered").into(),
         Backend::Futex | Backend::Spin => "always offered".into(),
     }
 }
@@ -358,6 +365,7 @@ fn offered_reason(b: Backend) -> &'static str {
         Backend::Umwait => "CPUID reports WAITPKG (UMONITOR/UMWAIT)",
         Backend::Mwaitx => "CPUID reports MONITORX (MONITORX/MWAITX)",
         Backend::Kernel => "CPUID reports MONITOR/MWAIT and /dev/mwait is loaded",
+        Backend::Wfe => "AT_HWCAP reports the event stream or AT_HWCAP2 WFET (LDAXR + WFE)",
         Backend::Futex | Backend::Spin => "",
     }
 }
@@ -413,11 +421,16 @@ pub(crate) fn backend_hw(b: Backend) -> Option<HwTier> {
         return Some(HwTier::Model(m));
     }
     {
-        static CACHE: [OnceLock<Result<HwTier, backend::HwError>>; 3] =
-            [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+        static CACHE: [OnceLock<Result<HwTier, backend::HwError>>; 4] = [
+            OnceLock::new(),
+            OnceLock::new(),
+            OnceLock::new(),
+            OnceLock::new(),
+        ];
         let i = match b {
             Backend::Umwait => 0,
             Backend::Mwaitx => 1,
+            Backend::Wfe => 3,
             _ => 2,
         };
         let r = CACHE[i].get_or_init(|| {

@@ -7,9 +7,20 @@ use std::process::Command;
 /// Set in the child: which case to run.
 const CHILD: &str = "MWAIT_TEST_ENV_CHILD";
 
-/// Runs `case` in a child with `vars`; returns (success, stdout + stderr).
+/// Runs `case` in a child with `vars`; returns (success, stdout + stderr). The child
+/// runs under `MWAIT_TEST_RUNNER` where set (see `support::RUNNER_ENV`).
 fn child(case: &str, vars: &[(&str, &str)]) -> (bool, String) {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    let exe = std::env::current_exe().unwrap();
+    let runner = std::env::var("MWAIT_TEST_RUNNER").unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    let mut cmd = match words.next() {
+        Some(prog) => {
+            let mut c = Command::new(prog);
+            c.args(words).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
     cmd.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
         .env(CHILD, case)
         .env_remove("MWAIT_BACKEND")
@@ -128,7 +139,7 @@ fn forced_spin_and_futex_are_used_and_reported() {
 #[test]
 fn forcing_a_backend_the_cpu_lacks_fails_loudly_on_first_wait() {
     let caps = Capabilities::detect();
-    for b in [Backend::Umwait, Backend::Mwaitx, Backend::Kernel] {
+    for b in Backend::ALL.into_iter().filter(|b| b.is_hardware()) {
         let (ok, out) = child("wait", &[("MWAIT_BACKEND", b.name())]);
         if caps.offers(b) {
             assert!(ok, "{b} is offered here, forcing it must work: {out}");
@@ -151,7 +162,8 @@ fn kill_switch_removes_hardware_backends_from_auto_selection() {
     assert!(
         !out.contains("backend=umwait")
             && !out.contains("backend=mwaitx")
-            && !out.contains("backend=kernel"),
+            && !out.contains("backend=kernel")
+            && !out.contains("backend=wfe"),
         "{out}"
     );
 }

@@ -239,11 +239,13 @@ fn a_long_park_sleeps() {
     let u: Unparker = p.unparker();
     // One short park first: the process's one-time selection is not the park's.
     assert!(!p.park_timeout(Duration::from_millis(1)));
+    // The clock starts before the unparker's sleep does, so that the wall time
+    // covers the whole sleep however late the spawning thread gets to read it.
+    let (cpu0, t0) = (thread_cpu_time(), Instant::now());
     let t = thread::spawn(move || {
         thread::sleep(WAIT);
         u.unpark();
     });
-    let (cpu0, t0) = (thread_cpu_time(), Instant::now());
     p.park();
     let (cpu, wall) = (thread_cpu_time() - cpu0, t0.elapsed());
     t.join().unwrap();

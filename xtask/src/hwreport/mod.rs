@@ -39,7 +39,7 @@ const INSN_PROBE_LIMIT: Duration = Duration::from_secs(180);
 const SMALL_LIMIT: Duration = Duration::from_secs(30);
 
 /// The hardware tiers, as `MWAIT_BACKEND` names them.
-const TIERS: [&str; 3] = ["umwait", "mwaitx", "kernel"];
+const TIERS: [&str; 4] = ["umwait", "mwaitx", "wfe", "kernel"];
 
 /// The suite's test that checks the selection against `MWAIT_HW_EXPECT` and
 /// `MWAIT_HW_EXPECT_DEMOTED`.
@@ -158,6 +158,7 @@ fn os() -> Os {
     Os {
         kernel: small(Command::new("uname").arg("-r")),
         cpuinfo: report::first_processor(&cpuinfo),
+        arch: std::env::consts::ARCH,
         module_loaded: Path::new("/sys/module/mwait").exists(),
     }
 }

@@ -23,6 +23,10 @@ const FLAGS_OF_INTEREST: [&str; 6] = [
     "hypervisor",
 ];
 
+/// The same on arm64, whose `/proc/cpuinfo` lists them as `Features`: the event
+/// stream (`evtstrm`) and WFET (`wfxt`), which the wfe tier needs one of.
+const ARM_FLAGS_OF_INTEREST: [&str; 2] = ["evtstrm", "wfxt"];
+
 /// One command the report ran, as the report records it.
 #[derive(Debug, Clone, Default)]
 pub struct StepRecord {
@@ -72,8 +76,12 @@ pub struct TierRun {
 pub struct Os {
     /// `uname -r`.
     pub kernel: Option<String>,
-    /// The first processor's `microcode` and `flags` lines of `/proc/cpuinfo`.
+    /// The first processor's `microcode` and `flags` (arm64: `Features`) lines of
+    /// `/proc/cpuinfo`.
     pub cpuinfo: (Option<String>, Vec<String>),
+    /// The architecture the report ran on (`std::env::consts::ARCH`); it picks the
+    /// flags of interest (empty: x86-64's).
+    pub arch: &'static str,
     /// `/sys/module/mwait` exists.
     pub module_loaded: bool,
 }
@@ -106,8 +114,8 @@ pub struct Report {
     pub cpuid_dump: Option<String>,
 }
 
-/// The `microcode` value and the `flags` of the first processor of a
-/// `/proc/cpuinfo` text.
+/// The `microcode` value and the `flags` (on arm64 `Features`) of the first
+/// processor of a `/proc/cpuinfo` text.
 pub fn first_processor(cpuinfo: &str) -> (Option<String>, Vec<String>) {
     let (mut microcode, mut flags) = (None, Vec::new());
     for (key, value) in cpuinfo
@@ -117,7 +125,7 @@ pub fn first_processor(cpuinfo: &str) -> (Option<String>, Vec<String>) {
     {
         match key.trim() {
             "microcode" => microcode = Some(value.trim().to_string()),
-            "flags" => flags = value.split_whitespace().map(str::to_string).collect(),
+            "flags" | "Features" => flags = value.split_whitespace().map(str::to_string).collect(),
             _ => {}
         }
     }
@@ -244,9 +252,13 @@ impl Report {
     /// the selection, a round trip per tier, the process's estimates.
     fn machine_md(&self, w: &mut String) {
         let (microcode, flags) = &self.os.cpuinfo;
-        let (have, lack): (Vec<&str>, Vec<&str>) = FLAGS_OF_INTEREST
-            .iter()
-            .partition(|f| flags.iter().any(|g| g == *f));
+        let interest: &[&str] = if self.os.arch == "aarch64" {
+            &ARM_FLAGS_OF_INTEREST
+        } else {
+            &FLAGS_OF_INTEREST
+        };
+        let (have, lack): (Vec<&str>, Vec<&str>) =
+            interest.iter().partition(|f| flags.iter().any(|g| g == *f));
         let list = |v: Vec<&str>| {
             if v.is_empty() {
                 "none".into()
@@ -458,6 +470,7 @@ mod tests {
                      processor\t: 1\nflags\t\t: fpu monitor\n",
                 ),
                 module_loaded: false,
+                ..Os::default()
             },
             probe: Some("## Capabilities\n\n```\nWAITPKG: no\n```\n".into()),
             tiers,
@@ -469,6 +482,19 @@ mod tests {
             steps,
             ..Report::default()
         }
+    }
+
+    #[test]
+    fn an_arm64_cpuinfo_lists_the_event_stream_and_wfet() {
+        let mut r = no_tier_report();
+        r.os.arch = "aarch64";
+        r.os.cpuinfo =
+            first_processor("processor\t: 0\nFeatures\t: fp asimd evtstrm aes cpuid\n\n");
+        let md = r.markdown();
+        assert!(
+            md.contains("| /proc/cpuinfo flags | listed: evtstrm; not listed: wfxt |"),
+            "{md}"
+        );
     }
 
     #[test]

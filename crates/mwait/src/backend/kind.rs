@@ -5,8 +5,8 @@ use crate::detect::Capabilities;
 use crate::sys;
 use std::fmt;
 
-/// A waiting mechanism. The ladder's hardware tier is one of `Umwait`, `Mwaitx` and
-/// `Kernel`; `Spin` and `Futex` name the ladders that have no hardware tier.
+/// A waiting mechanism. The ladder's hardware tier is one of `Umwait`, `Mwaitx`,
+/// `Wfe` and `Kernel`; `Spin` and `Futex` name the ladders that have no hardware tier.
 ///
 /// # Examples
 ///
@@ -32,13 +32,17 @@ pub enum Backend {
     Mwaitx,
     /// Ring-0 MONITOR/MWAIT through the `/dev/mwait` kernel shim, then futex.
     Kernel,
+    /// AArch64 LDAXR + WFE (WFET where the CPU has it) on the exclusive monitor,
+    /// where the event stream or WFET bounds every wait; then futex.
+    Wfe,
 }
 
 impl Backend {
     /// All backends, in the order auto-selection prefers them (best first).
-    pub const ALL: [Backend; 5] = [
+    pub const ALL: [Backend; 6] = [
         Backend::Umwait,
         Backend::Mwaitx,
+        Backend::Wfe,
         Backend::Kernel,
         Backend::Futex,
         Backend::Spin,
@@ -52,12 +56,16 @@ impl Backend {
             Backend::Umwait => "umwait",
             Backend::Mwaitx => "mwaitx",
             Backend::Kernel => "kernel",
+            Backend::Wfe => "wfe",
         }
     }
 
     /// Whether this backend has a hardware tier (a monitor armed on the cell's line).
     pub const fn is_hardware(self) -> bool {
-        matches!(self, Backend::Umwait | Backend::Mwaitx | Backend::Kernel)
+        matches!(
+            self,
+            Backend::Umwait | Backend::Mwaitx | Backend::Kernel | Backend::Wfe
+        )
     }
 }
 
@@ -75,7 +83,7 @@ impl fmt::Display for ParseBackendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown backend `{}` (expected one of spin, futex, umwait, mwaitx, kernel)",
+            "unknown backend `{}` (expected one of spin, futex, umwait, mwaitx, wfe, kernel)",
             self.0
         )
     }
@@ -128,6 +136,30 @@ impl Capabilities {
             Backend::Umwait => sys::HAS_X86_WAITS && self.waitpkg,
             Backend::Mwaitx => sys::HAS_X86_WAITS && self.monitorx,
             Backend::Kernel => sys::HAS_DEV_MWAIT && self.monitor_mwait && self.dev_mwait,
+            Backend::Wfe => sys::HAS_ARM_WAITS && self.wfe_wait_bounded(),
+        }
+    }
+
+    /// Whether a WFE on this CPU ends on its own: the event stream runs (every WFE
+    /// ends within its period) or WFET exists (a deadline ends it). The WFE tier is
+    /// offered only then: a WFE that nothing bounds could sleep until an unrelated
+    /// interrupt, past any deadline.
+    pub(crate) fn wfe_wait_bounded(&self) -> bool {
+        self.event_stream || self.wfxt
+    }
+
+    /// Why the WFE tier is not offered here, naming the missing `HWCAP` bits;
+    /// `None` where it is.
+    pub(crate) fn wfe_missing(&self) -> Option<&'static str> {
+        if !self.wfe_wait_bounded() {
+            Some(
+                "AT_HWCAP has no HWCAP_EVTSTRM (no event stream ends a WFE) and \
+                 AT_HWCAP2 has no HWCAP2_WFXT (no WFET): nothing would bound a wait",
+            )
+        } else if !sys::HAS_ARM_WAITS {
+            Some("this build is not for AArch64 Linux")
+        } else {
+            None
         }
     }
 }

@@ -3,9 +3,10 @@
 //! The tier ladder (`ladder/`) runs at most three tiers per wait:
 //!
 //! 1. **spin** (`spin.rs`): bounded in time; PAUSE (or TPAUSE where WAITPKG exists);
-//! 2. **hardware wait** (one of `umwait.rs`, `mwaitx.rs`, `kernel.rs`; `model.rs` in
-//!    the loom model): the CPU stops issuing instructions until the cell's line is
-//!    written, an interrupt arrives or the tier's budget ends; bounded in time as well;
+//! 2. **hardware wait** (one of `umwait.rs`, `mwaitx.rs`, `kernel.rs`, `wfe.rs` on
+//!    AArch64; `model.rs` in the loom model): the CPU stops issuing instructions
+//!    until the cell's line is written, an interrupt arrives or the tier's budget
+//!    ends; bounded in time as well;
 //! 3. **park**: sleep in the kernel until a notifier wakes us (`protocol.rs` announces
 //!    the sleeper, `sys::park` sleeps).
 //!
@@ -33,6 +34,7 @@ pub(crate) mod selftest;
 pub(crate) mod sim;
 pub(crate) mod spin;
 pub(crate) mod umwait;
+pub(crate) mod wfe;
 
 pub use cstate::{CState, C0_2_MIN_LATENCY_NS, C1_MIN_LATENCY_NS};
 pub use kind::{Backend, ParseBackendError};
@@ -175,6 +177,8 @@ pub(crate) enum HwTier {
     Mwaitx(mwaitx::Mwaitx),
     /// Ring-0 MONITOR/MWAIT through `/dev/mwait`.
     Kernel(kernel::Kernel),
+    /// AArch64 LDAXR + WFE/WFET.
+    Wfe(wfe::Wfe),
     /// Loom's stand-in for any hardware tier.
     Model(model::Model),
 }
@@ -186,6 +190,7 @@ impl HardwareWait for HwTier {
             HwTier::Umwait(t) => t.wait_episode(word, old, deadline_ns, cstate),
             HwTier::Mwaitx(t) => t.wait_episode(word, old, deadline_ns, cstate),
             HwTier::Kernel(t) => t.wait_episode(word, old, deadline_ns, cstate),
+            HwTier::Wfe(t) => t.wait_episode(word, old, deadline_ns, cstate),
             HwTier::Model(t) => t.wait_episode(word, old, deadline_ns, cstate),
         }
     }
@@ -202,6 +207,7 @@ impl HardwareWait for HwTier {
             HwTier::Umwait(t) => t.wait_episode_u64(word, old, deadline_ns, cstate),
             HwTier::Mwaitx(t) => t.wait_episode_u64(word, old, deadline_ns, cstate),
             HwTier::Kernel(t) => t.wait_episode_u64(word, old, deadline_ns, cstate),
+            HwTier::Wfe(t) => t.wait_episode_u64(word, old, deadline_ns, cstate),
             HwTier::Model(t) => t.wait_episode_u64(word, old, deadline_ns, cstate),
         }
     }
@@ -277,6 +283,25 @@ fn build_tier(
                 None => return Err(HwError::Unavailable("CPUID reports no MONITORX".into())),
             };
             Ok(HwTier::Mwaitx(mwaitx::Mwaitx(token)))
+        }
+        Backend::Wfe => {
+            use crate::sys::arm::EventWait;
+            let token = match EventWait::new(caps) {
+                Some(t) => t,
+                None if unsafe_forced => {
+                    // SAFETY: only reached with MWAIT_UNSAFE_FORCE=1, whose documented
+                    // contract is that the instructions execute here (and, for WFE,
+                    // that something ends every wait: an emulator's no-op WFE). WFET
+                    // only where the auxiliary vector reports it.
+                    unsafe { EventWait::new_unchecked(caps.wfxt) }
+                        .ok_or_else(|| not_built(backend))?
+                }
+                None => {
+                    let why = caps.wfe_missing().unwrap_or("the auxiliary vector says no");
+                    return Err(HwError::Unavailable(why.into()));
+                }
+            };
+            Ok(HwTier::Wfe(wfe::Wfe(token)))
         }
         Backend::Kernel => kernel::Kernel::open()
             .map(HwTier::Kernel)

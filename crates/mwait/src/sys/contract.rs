@@ -26,6 +26,22 @@ pub(crate) trait CpuidWaits {
     fn monitorx(&self) -> bool;
 }
 
+/// What the auxiliary vector of *this* process reports about the AArch64 waits: the
+/// proof that the capability token of [`arm`](super::arm) asks for. Implemented by
+/// `Capabilities`, which answers true only for the capabilities that
+/// `Capabilities::detect` found.
+// Only the real token of `arm/aarch64.rs` reads it.
+#[cfg_attr(
+    not(all(target_arch = "aarch64", target_os = "linux", not(mwait_loom))),
+    allow(dead_code)
+)]
+pub(crate) trait HwcapWaits {
+    /// `AT_HWCAP` `HWCAP_EVTSTRM`: the generic timer's event stream runs.
+    fn event_stream(&self) -> bool;
+    /// `AT_HWCAP2` `HWCAP2_WFXT`: WFET and WFIT.
+    fn wfxt(&self) -> bool;
+}
+
 /// Why one `/dev/mwait` wait returned.
 // Only `dev_mwait.rs` makes these; elsewhere the kernel tier cannot run.
 #[cfg_attr(

@@ -16,6 +16,9 @@
 //!   (pure parsers). Every platform's park tier sleeps, so the `Futex` ladder (spin,
 //!   then park) is offered on every target. To add a platform, write its file with
 //!   those items and add its line to the dispatch below.
+//! - `arm/`: the AArch64 exclusive-monitor wait (LDAXR, WFE, WFET, CLREX) and its
+//!   capability token, with the generic timer's counter (`aarch64.rs`, Linux only, where
+//!   the auxiliary vector says what the CPU offers; stand-ins in `none.rs` elsewhere).
 //! - `x86/`: the x86-64 instructions and their capability tokens (`x86_64.rs`, with
 //!   stand-ins in `none.rs`, whose tokens cannot be built, elsewhere), RDTSC and the
 //!   TSC rate (`tsc.rs`), shared CPUID decoding and this CPU's CPUID reader
@@ -27,7 +30,7 @@
 //! platform files share with the layers above (`contract.rs`).
 
 mod contract;
-pub(crate) use contract::{CpuidWaits, ShimWake};
+pub(crate) use contract::{CpuidWaits, HwcapWaits, ShimWake};
 
 pub(crate) mod clock;
 // The cgroup and CPU-list parsers; only the Linux platform reads those files.
@@ -89,6 +92,13 @@ pub(crate) mod x86;
 #[path = "x86/none.rs"]
 pub(crate) mod x86;
 
+#[cfg(all(target_arch = "aarch64", target_os = "linux", not(mwait_loom)))]
+#[path = "arm/aarch64.rs"]
+pub(crate) mod arm;
+#[cfg(not(all(target_arch = "aarch64", target_os = "linux", not(mwait_loom))))]
+#[path = "arm/none.rs"]
+pub(crate) mod arm;
+
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(mwait_loom)))]
 #[path = "x86/dev_mwait.rs"]
 pub(crate) mod dev_mwait;
@@ -131,6 +141,8 @@ mod no_model {
 
 /// Whether this build has the x86-64 wait instructions (UMWAIT, MWAITX, TPAUSE).
 pub(crate) const HAS_X86_WAITS: bool = x86::AVAILABLE;
+/// Whether this build has the AArch64 exclusive-monitor wait (LDAXR, WFE, WFET).
+pub(crate) const HAS_ARM_WAITS: bool = arm::AVAILABLE;
 /// Whether this build can talk to the `/dev/mwait` kernel shim.
 pub(crate) const HAS_DEV_MWAIT: bool = dev_mwait::AVAILABLE;
 

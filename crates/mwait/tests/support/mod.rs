@@ -152,6 +152,27 @@ unsafe fn hook_drop(p: *const ()) {
 /// run as the child.
 pub const CHILD_ENV: &str = "MWAIT_TEST_CHILD";
 
+/// The variable that names a program (with its arguments, split at spaces) to run a
+/// re-executed test binary under: `cargo xtask aarch64-test` sets it to its
+/// qemu-user command, because qemu-user runs the binary it was given but not one its
+/// guest executes.
+pub const RUNNER_ENV: &str = "MWAIT_TEST_RUNNER";
+
+/// A command that runs this test binary again, under [`RUNNER_ENV`] where set.
+pub fn this_binary() -> Command {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let runner = std::env::var(RUNNER_ENV).unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    match words.next() {
+        Some(prog) => {
+            let mut c = Command::new(prog);
+            c.args(words).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    }
+}
+
 /// Whether this process is the child that `run_child(name)` started.
 pub fn is_child(name: &str) -> bool {
     std::env::var(CHILD_ENV).is_ok_and(|v| v == name)
@@ -171,8 +192,7 @@ pub struct ChildOutcome {
 /// test harness down with it (execute an instruction that raises SIGILL, fork, install
 /// a seccomp filter). Kills the child after [`HANG_LIMIT`].
 pub fn run_child(name: &str) -> ChildOutcome {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let mut child = Command::new(exe)
+    let mut child = this_binary()
         .args([name, "--exact", "--include-ignored", "--nocapture"])
         .args(["--test-threads", "1"])
         .env(CHILD_ENV, name)
