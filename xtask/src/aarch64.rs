@@ -16,8 +16,7 @@
 //! 4. the same with the self-test on, which must demote the no-op WFE.
 //!
 //! What is left out, and why: [`SKIPPED`] (tests that install a seccomp filter,
-//! which qemu-user refuses with EINVAL), [`SKIPPED_COUNTED`] (a count that assumes
-//! native speed), the `stress` suite (10^6 handoffs per tier
+//! which qemu-user refuses with EINVAL), the `stress` suite (10^6 handoffs per tier
 //! take minutes natively, far longer emulated; `cargo xtask stress` runs it on
 //! x86-64), and the loom suites (models of the protocol, independent of the target,
 //! run natively by `cargo xtask test`).
@@ -66,18 +65,13 @@ const SUITES: [&str; 7] = [
 /// or a futex call), and qemu-user refuses `PR_SET_SECCOMP` with EINVAL. The
 /// fallbacks they check are the same code on every Linux target; they run on
 /// x86-64.
-pub const SKIPPED: [&str; 3] = [
+pub const SKIPPED: [&str; 4] = [
     "a_process_that_loses_membarrier_falls_back_to_fenced_notifies",
     "an_unexpected_futex_errno_neither_panics_nor_spins",
     "fork_during_registration_leaves_the_child_able_to_park",
+    "the_default_policy_never_calls_sched_setaffinity",
 ];
 
-/// Left out of run 2: its first, uncounted park must reach the kernel within its
-/// 2 ms deadline to settle the `membarrier` registration before counting starts;
-/// under emulation the process's first wait times out before it parks (one park in
-/// `qemu-aarch64 -strace`), so the registration lands in the counted park. The
-/// other tests of the file share its lock, which its failure would poison.
-pub const SKIPPED_COUNTED: [&str; 1] = ["a_cell_that_keeps_parking_pays_membarrier_once"];
 
 /// The variables that choose a backend, cleared before each run.
 const BACKEND_VARS: [&str; 5] = [
@@ -125,7 +119,7 @@ pub fn run(args: &[String]) -> Res {
         Run {
             name: "no_syscall (test-counters)",
             cargo_args: vec!["--features", "test-counters", "--test", "no_syscall"],
-            test_args: SKIPPED_COUNTED.iter().flat_map(|s| ["--skip", s]).collect(),
+            test_args: Vec::new(),
             vars: &[],
         },
         Run {
@@ -168,7 +162,6 @@ pub fn run(args: &[String]) -> Res {
         }
     }
     println!("\naarch64-test: skipped under qemu-user (seccomp): {SKIPPED:?}");
-    println!("aarch64-test: skipped under qemu-user (timing): {SKIPPED_COUNTED:?}");
     println!("aarch64-test: not run: stress (too slow emulated), loom (run natively)");
     println!(
         "aarch64-test: {passed} passed, {failed} failed ({} runs for {TARGET} under {RUNNER}; {:.0} s)",
