@@ -73,7 +73,19 @@
 //!   unless the test-only `MWAIT_UNSAFE_FORCE=1` is set too.
 //! - `MWAIT_DISABLE=umwait,mwaitx,kernel` (or `hw`) is the kill switch: auto-selection
 //!   skips those backends.
-//! - `MWAIT_MEMBARRIER=0` turns off the asymmetric barrier (see below).
+//! - `MWAIT_MEMBARRIER=0` (or `false`, `off`) turns off the asymmetric barrier (see
+//!   below).
+//! - `MWAIT_LOG=1` writes the process's choice to stderr once, when it is made: the
+//!   backend, why, the budgets, the notify mode.
+//! - `MWAIT_STRICT=1` makes a bad setting a panic at the first wait that needs it.
+//!   Without it, a setting this machine cannot honour (an unknown name, a backend it
+//!   does not offer, a value that is not one of `0, 1, false, true, off, on`) is
+//!   reported once per process on stderr, in one line that names the variable, its
+//!   value and what is used instead, and the automatic choice is made: a typo never
+//!   stops a program that got mwait through a dependency.
+//!
+//! The same settings can be made from code with [`Settings`], before the first wait;
+//! the variables, where set, come first.
 //! - `MWAIT_SELFTEST=0` (test-only) skips the hardware tiers' self-test, so that a
 //!   tier that an emulator runs as a no-op can still be exercised.
 //!
@@ -156,6 +168,7 @@ mod primitive;
 mod protocol;
 mod registry;
 mod select;
+mod settings;
 mod sys;
 
 pub use backend::{Backend, CState};
@@ -168,6 +181,7 @@ pub use ladder::stats::{stats, ProcessStats, WaitStats};
 pub use parker::{block_on, Parker, Unparker};
 pub use policy::{prepare, WaitPolicy};
 pub use select::{selection, try_selection, Selection};
+pub use settings::{NotifyMode, Settings, SettingsError};
 
 /// The types and constants that the root API's fields, errors and defaults name:
 /// what a caller needs to spell a [`Capabilities`] field, match a

@@ -4,7 +4,7 @@
 use crate::backend::kind::Backend;
 use crate::backend::spin::SpinPause;
 use crate::backend::{CState, HwTier};
-use crate::select::{backend_hw, selection};
+use crate::select::{backend_hw, selection, ForcedTier};
 use crate::sys::clock::duration_ns;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -147,9 +147,11 @@ impl WaitPolicy {
 
     /// Use `backend`'s ladder for these waits instead of the process's choice.
     /// `Backend::Futex` parks at once unless a spin budget is set; `Backend::Spin`
-    /// never parks. A hardware backend must be offered here (or forced with the
-    /// test-only `MWAIT_UNSAFE_FORCE=1`): a wait with one that is not panics with the
-    /// reason. One that its self-test demoted is skipped: those waits spin, then park.
+    /// never parks. A hardware backend this machine does not offer (unless forced
+    /// with the test-only `MWAIT_UNSAFE_FORCE=1`) is reported once on stderr, and
+    /// those waits use the process's backend instead (`MWAIT_STRICT=1` makes it a
+    /// panic at the first wait that needs the tier). One that its self-test demoted
+    /// is skipped: those waits spin, then park.
     pub const fn backend(mut self, backend: Backend) -> WaitPolicy {
         self.backend = Some(backend);
         self
@@ -220,7 +222,11 @@ impl WaitPolicy {
         let (backend, hw) = match self.backend {
             None => (sel.backend, sel.hw),
             Some(b) if b == sel.backend => (b, sel.hw),
-            Some(b) => (b, backend_hw(b)),
+            Some(b) => match backend_hw(b) {
+                ForcedTier::Built(hw) => (b, hw),
+                // Reported once (`backend_hw`): these waits use the process's choice.
+                ForcedTier::Unavailable => (sel.backend, sel.hw),
+            },
         };
         let d = &sel.defaults;
         let auto_spin = match backend {
