@@ -176,6 +176,47 @@ pub fn wait<A: Atomic>(atomic: &A, expected: A::Value) -> A::Value {
     wait_ns(atomic, |v| v != expected, None).value
 }
 
+/// Blocks while `atomic` holds `expected` and no wake reaches this waiter: a wait
+/// with a futex's contract, which [`wait`] refines. It returns the value it then
+/// holds, which may be `expected`: after a [`wake_one`] or [`wake_all`] of the word
+/// that found this waiter asleep, whether or not the word changed.
+///
+/// A wake that comes while the waiter still spins or watches the line in hardware,
+/// before it sleeps, ends the wait only where the word changed (as a wake that
+/// comes before a futex waiter's sleep finds nobody to wake).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// use std::time::Duration;
+///
+/// static W: AtomicU32 = AtomicU32::new(0);
+/// let sleeper = std::thread::spawn(|| mwait::atomic::wait_or_woken(&W, 0));
+/// // Once the sleeper is parked, a wake with no change ends its wait.
+/// while mwait::atomic::parked_waiters(&W) == 0 {
+///     std::thread::sleep(Duration::from_millis(1));
+/// }
+/// mwait::atomic::wake_all(&W);
+/// assert_eq!(sleeper.join().unwrap(), 0);
+/// ```
+#[inline]
+pub fn wait_or_woken<A: Atomic>(atomic: &A, expected: A::Value) -> A::Value {
+    let woken = std::cell::Cell::new(false);
+    let b = bucket(atomic as *const A as usize);
+    let v = atomic.load_acquire();
+    if v != expected {
+        return ladder::end(b.stats(), Outcome::before_ladder(v, Ended::Entry)).value;
+    }
+    let word = TableWord {
+        atomic,
+        bucket: b,
+        woken: Some(&woken),
+    };
+    let mut pred = |v| v != expected || woken.get();
+    climb(word, &mut pred, None).value
+}
+
 /// Blocks while `atomic` holds `expected`, at most `timeout`.
 ///
 /// # Examples
@@ -340,7 +381,12 @@ fn wait_ns<A: Atomic>(
             return ladder::end(b.stats(), Outcome::before_ladder(v, Ended::Inline));
         }
     }
-    climb(TableWord { atomic, bucket: b }, &mut pred, deadline_ns)
+    let word = TableWord {
+        atomic,
+        bucket: b,
+        woken: None,
+    };
+    climb(word, &mut pred, deadline_ns)
 }
 
 /// The ladder for a wait on a bare word, with the process's default policy.
@@ -368,6 +414,9 @@ fn result<V: Copy>(o: Outcome<V>) -> WaitResult<V> {
 struct TableWord<'a, A: ?Sized> {
     atomic: &'a A,
     bucket: &'static Bucket,
+    /// Set when a ring woke this waiter ([`wait_or_woken`], whose predicate then
+    /// holds whatever the value).
+    woken: Option<&'a std::cell::Cell<bool>>,
 }
 
 impl<A: ?Sized> Clone for TableWord<'_, A> {
@@ -404,6 +453,9 @@ impl<'a, A: Atomic> Word<'a> for TableWord<'a, A> {
         let parked = bell.sleep(deadline_ns);
         if bell.rung() && parked != Parked::TimedOut {
             queued.consume();
+            if let Some(woken) = self.woken {
+                woken.set(true);
+            }
         }
         Err(parked)
     }
