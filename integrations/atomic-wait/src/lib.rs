@@ -14,12 +14,11 @@
 //! ends only when the word holds another value or a wake reaches it, and `wake_one`
 //! still wakes at most one parked thread of that word.
 //!
-//! One difference the contract allows: `atomic-wait`'s `wait` may return spuriously,
-//! and returns after any wake; this one returns only once it has seen a value other
-//! than `value` (a wake that finds the word unchanged sends it back to waiting). A
-//! program that is correct on a futex changes the word before it wakes a waiter (a
-//! wake that precedes the waiter's sleep is otherwise lost), so it sees no
-//! difference.
+//! `wait` returns, as `atomic-wait`'s does, when the word holds another value or a
+//! `wake_one`/`wake_all` of it finds the waiter asleep, changed value or not. The one
+//! difference: a wake that comes in the first tens of microseconds of a wait, while
+//! the waiter still spins or watches the line instead of sleeping, ends it only if
+//! the word changed.
 //!
 //! # Examples
 //!
@@ -41,8 +40,8 @@
 
 use std::sync::atomic::AtomicU32;
 
-/// If the value is `value`, waits until it is not (see the crate docs for how this
-/// refines `atomic-wait`'s "until woken up").
+/// If the value is `value`, waits until woken up: by a wake of this atomic, or by
+/// its change to another value. Like `atomic-wait`'s, it may return spuriously.
 ///
 /// # Examples
 ///
@@ -52,7 +51,7 @@ use std::sync::atomic::AtomicU32;
 /// ```
 #[inline]
 pub fn wait(atomic: &AtomicU32, value: u32) {
-    mwait::atomic::wait(atomic, value);
+    mwait::atomic::wait_or_woken(atomic, value);
 }
 
 /// Wakes one thread that is waiting on this atomic.
