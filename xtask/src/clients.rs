@@ -55,6 +55,10 @@ struct Client {
     /// suite (lib, integration and doc tests), or features and test targets where
     /// the whole suite would not fit in the run's time.
     test_args: &'static [&'static str],
+    /// Tests of the behaviours the original documents (a file under the root),
+    /// added to both sides as the test target `mwait_semantics`: they must give the
+    /// same results stock and on mwait, all passing.
+    semantics: Option<&'static str>,
 }
 
 /// The mwait crate, as a path dependency.
@@ -73,6 +77,7 @@ const CLIENTS: &[Client] = &[
             path_deps: &[MWAIT],
         },
         test_args: &[],
+        semantics: Some("integrations/parking/tests/semantics.rs"),
     },
     Client {
         name: "atomic-wait",
@@ -82,42 +87,49 @@ const CLIENTS: &[Client] = &[
             path_deps: &[MWAIT],
         },
         test_args: &[],
+        semantics: Some("integrations/atomic-wait/tests/semantics.rs"),
     },
     Client {
         name: "event-listener",
         version: "5.4.2",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
         test_args: &[],
+        semantics: None,
     },
     Client {
         name: "async-channel",
         version: "2.5.0",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
         test_args: &[],
+        semantics: None,
     },
     Client {
         name: "async-lock",
         version: "3.5.0",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
         test_args: &[],
+        semantics: None,
     },
     Client {
         name: "async-executor",
         version: "1.14.1",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
         test_args: &[],
+        semantics: None,
     },
     Client {
         name: "futures-lite",
         version: "2.6.1",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
         test_args: &[],
+        semantics: None,
     },
     Client {
         name: "async-io",
         version: "2.6.0",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
         test_args: &[],
+        semantics: None,
     },
     Client {
         name: "rayon-core",
@@ -127,6 +139,7 @@ const CLIENTS: &[Client] = &[
             path_deps: &[MWAIT],
         },
         test_args: &[],
+        semantics: None,
     },
     // tokio: the test files that park (see TOKIO_TESTS), not the whole suite.
     Client {
@@ -137,6 +150,7 @@ const CLIENTS: &[Client] = &[
             path_deps: &[MWAIT],
         },
         test_args: TOKIO_TESTS,
+        semantics: None,
     },
 ];
 
@@ -288,6 +302,7 @@ pub fn run(args: &[String]) -> Res {
     let mut regressions = Vec::new();
     for (client, source) in rows.iter().zip(&sources) {
         let mut tallies = Vec::new();
+        let mut semantics = Vec::new();
         for side in [Side::Stock, Side::Mwait] {
             step(&format!(
                 "clients: {} {} {}",
@@ -313,6 +328,23 @@ pub fn run(args: &[String]) -> Res {
                 check_on_mwait(client, &dir)?;
             }
             tallies.push(tally);
+            if client.semantics.is_some() {
+                let target_dir = work.join(format!("build-{}", side.name()));
+                semantics.push(semantics_suite(client, &dir, &target_dir));
+            }
+        }
+        if let [stock, mwait] = &semantics[..] {
+            let verdict = compare_semantics(stock, mwait);
+            let line = format!(
+                "{} semantics: {}",
+                client.name,
+                verdict.as_ref().map_or_else(|e| e.clone(), |s| s.clone())
+            );
+            println!("{line}");
+            if verdict.is_err() {
+                regressions.push(client.name);
+            }
+            lines.push(line);
         }
         let (stock, mwait) = (&tallies[0], &tallies[1]);
         let line = format!(
@@ -336,10 +368,86 @@ pub fn run(args: &[String]) -> Res {
         Ok(())
     } else {
         Err(format!(
-            "suites that pass stock fail on mwait: {}",
+            "suites that pass stock fail on mwait, or semantics that differ: {}",
             regressions.join(", ")
         ))
     }
+}
+
+/// The file name and test target of a row's semantics tests in its copies.
+const SEMANTICS_TARGET: &str = "mwait_semantics";
+
+/// `cargo test --test mwait_semantics` in `dir`, with the row's features: each test's
+/// name and whether it passed, or why the run gave none.
+fn semantics_suite(client: &Client, dir: &Path, target_dir: &Path) -> Res<Vec<(String, bool)>> {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(dir)
+        .env("CARGO_TARGET_DIR", target_dir)
+        .env_remove("RUSTFLAGS")
+        .args(["test", "--no-fail-fast", "--test", SEMANTICS_TARGET]);
+    for pair in client.test_args.windows(2) {
+        if pair[0] == "--features" {
+            cmd.args(pair);
+        }
+    }
+    let run = capture(&mut cmd, SUITE_LIMIT);
+    let results = test_outcomes(&run.stdout);
+    if results.is_empty() {
+        return Err(format!(
+            "no test ran ({}): {}",
+            run.status,
+            tail(&run.stderr, 20)
+        ));
+    }
+    Ok(results)
+}
+
+/// The `test NAME ... ok` / `... FAILED` lines of a test binary's output, sorted.
+fn test_outcomes(stdout: &str) -> Vec<(String, bool)> {
+    let mut out: Vec<(String, bool)> = stdout
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("test ")?;
+            let (name, outcome) = rest.rsplit_once(" ... ")?;
+            match outcome.trim() {
+                "ok" => Some((name.to_string(), true)),
+                "FAILED" => Some((name.to_string(), false)),
+                _ => None,
+            }
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The semantics tests' verdict: the same tests on both sides, every one passing.
+fn compare_semantics(
+    stock: &Res<Vec<(String, bool)>>,
+    mwait: &Res<Vec<(String, bool)>>,
+) -> Res<String> {
+    let (stock, mwait) = match (stock, mwait) {
+        (Ok(s), Ok(m)) => (s, m),
+        (Err(e), _) => return Err(format!("stock: {e}")),
+        (_, Err(e)) => return Err(format!("mwait: {e}")),
+    };
+    let failed = |v: &[(String, bool)]| -> Vec<String> {
+        v.iter()
+            .filter(|(_, ok)| !ok)
+            .map(|(n, _)| n.clone())
+            .collect()
+    };
+    let (fs, fm) = (failed(stock), failed(mwait));
+    if stock != mwait || !fs.is_empty() {
+        return Err(format!(
+            "differ or fail: stock failed {fs:?}, mwait failed {fm:?} ({} and {} tests)",
+            stock.len(),
+            mwait.len()
+        ));
+    }
+    Ok(format!(
+        "the same {} passed stock and on mwait",
+        stock.len()
+    ))
 }
 
 /// A copy of the row `name`'s published source for each side, stock then mwait,
@@ -444,6 +552,17 @@ fn prepare(client: &Client, source: &Path, dir: &Path, side: Side) -> Res {
                 add_path_deps(&mut manifest, path_deps);
             }
         }
+    }
+    if let Some(file) = client.semantics {
+        fs::create_dir_all(dir.join("tests")).map_err(|e| e.to_string())?;
+        fs::copy(
+            root.join(file),
+            dir.join(format!("tests/{SEMANTICS_TARGET}.rs")),
+        )
+        .map_err(|e| format!("{file}: {e}"))?;
+        manifest.push_str(&format!(
+            "\n[[test]]\nname = \"{SEMANTICS_TARGET}\"\npath = \"tests/{SEMANTICS_TARGET}.rs\"\n"
+        ));
     }
     write(&dir.join("Cargo.toml"), &manifest)?;
     if let (Side::Mwait, OnMwait::PatchCratesIo(drop_ins)) = (side, &client.on_mwait) {
@@ -592,6 +711,24 @@ mod tests {
     }
 
     #[test]
+    fn semantics_verdicts_require_the_same_passing_tests_on_both_sides() {
+        let out = "running 2 tests\ntest b ... ok\ntest a ... FAILED\ntest c ... ignored\n\
+                   test result: FAILED. 1 passed; 1 failed;\n";
+        let got = test_outcomes(out);
+        assert_eq!(got, [("a".to_string(), false), ("b".to_string(), true)]);
+        let pass = Ok(vec![("a".to_string(), true), ("b".to_string(), true)]);
+        assert!(compare_semantics(&pass, &pass).is_ok());
+        assert!(compare_semantics(&pass, &Ok(got.clone())).is_err());
+        assert!(
+            compare_semantics(&Ok(got.clone()), &Ok(got)).is_err(),
+            "failing on both"
+        );
+        let fewer = Ok(vec![("a".to_string(), true)]);
+        assert!(compare_semantics(&pass, &fewer).is_err());
+        assert!(compare_semantics(&pass, &Err("no test ran".into())).is_err());
+    }
+
+    #[test]
     fn every_row_names_an_exact_version_and_a_drop_in_that_exists() {
         for c in CLIENTS {
             assert!(c.version.split('.').count() == 3, "{}", c.name);
@@ -608,7 +745,7 @@ mod tests {
                     v
                 }
             };
-            for p in paths {
+            for p in paths.into_iter().chain(c.semantics) {
                 assert!(project_root().join(p).exists(), "{}: {p}", c.name);
             }
         }
