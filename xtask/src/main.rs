@@ -31,6 +31,8 @@ commands:
                   async-channel, async-lock, async-executor, futures-lite,
                   async-io, rayon-core), stock and on mwait, from their
                   published sources; fails when one passes stock only
+  package         `cargo publish --dry-run` of the published crates in dependency
+                  order, then a build of their tests from the unpacked .crate files
   miri            the unit and integration tests that Miri can run today, under
                   Miri (installs nightly miri and rust-src when missing)
   stress [N] [--rounds R]
@@ -71,6 +73,7 @@ fn main() -> ExitCode {
     let result = match cmd {
         "test" => test::run(rest),
         "clients" => clients::run(rest),
+        "package" => test::package_only(rest),
         "miri" => miri::run(rest),
         "stress" => test::stress(rest),
         "bench" => bench::run(rest),

@@ -156,9 +156,22 @@ fn docs_and_other_targets() -> Res {
     Ok(())
 }
 
-/// The packages of the publishable crates, verified by building them.
+/// The publishable crates, in the order they publish (each depends only on those
+/// before it).
+pub const PUBLISHED: &[&str] = &["mwait-sys", "mwait"];
+
+/// `cargo xtask package`: the package step of `cargo xtask test` alone.
+pub fn package_only(args: &[String]) -> Res {
+    if let Some(a) = args.first() {
+        return Err(format!("package takes no arguments, got `{a}`"));
+    }
+    package()
+}
+
+/// The publishable crates: a dry run of their publication in dependency order,
+/// and a build of the packaged tests from the unpacked `.crate` files.
 fn package() -> Res {
-    step("package (the crates are publishable; verified by building the packages)");
+    step("publish --dry-run (the crates publish, in dependency order)");
     // Verification builds mwait against mwait-sys taken from a temporary registry;
     // cargo treats registry crates as immutable and reuses an old build of the same
     // name and version from the target dir even when the package changed (an older
@@ -166,12 +179,67 @@ fn package() -> Res {
     // rules that out.
     let verify_dir = project_root().join("target/package-verify");
     let _ = std::fs::remove_dir_all(&verify_dir);
-    util::run(
-        cargo()
-            .args(["package", "-p", "mwait-sys", "-p", "mwait", "--allow-dirty"])
-            .arg("--target-dir")
-            .arg(&verify_dir),
-    )?;
+    let mut publish = cargo();
+    publish.args(["publish", "--dry-run", "--allow-dirty"]);
+    for name in PUBLISHED {
+        publish.args(["-p", name]);
+    }
+    util::run(publish.arg("--target-dir").arg(&verify_dir))?;
+    // The dry run keeps its `.crate` files in a scratch folder of cargo's; packaging
+    // again without the verification (which the dry run made) puts them where
+    // `cargo package` documents them, target/package.
+    let mut pack = cargo();
+    pack.args(["package", "--no-verify", "--allow-dirty"]);
+    for name in PUBLISHED {
+        pack.args(["-p", name]);
+    }
+    util::run(pack.arg("--target-dir").arg(&verify_dir))?;
+
+    step("the packaged tests build from the unpacked .crate files");
+    packaged_tests(&verify_dir)
+}
+
+/// Unpacks each published crate's `.crate` from `verify_dir/package` and builds its
+/// tests there, the unpublished ones among its dependencies taken from their
+/// unpacked `.crate` too (`[patch.crates-io]`): what a user who downloads the crate
+/// builds, with nothing from this checkout.
+fn packaged_tests(verify_dir: &std::path::Path) -> Res {
+    let unpacked = verify_dir.join("unpacked");
+    std::fs::create_dir_all(&unpacked).map_err(|e| format!("{}: {e}", unpacked.display()))?;
+    let version = |name: &str| -> Res<String> {
+        let manifest = project_root().join("crates").join(name).join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest)
+            .map_err(|e| format!("{}: {e}", manifest.display()))?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("version = \""))
+            .map(|v| v.trim_end_matches('"').to_string())
+            .ok_or_else(|| format!("{}: no version", manifest.display()))
+    };
+    let mut patch = String::from("\n[workspace]\n\n[patch.crates-io]\n");
+    for name in PUBLISHED {
+        let dir_name = format!("{name}-{}", version(name)?);
+        let krate = verify_dir.join("package").join(format!("{dir_name}.crate"));
+        util::run(
+            std::process::Command::new("tar")
+                .arg("-xzf")
+                .arg(&krate)
+                .arg("-C")
+                .arg(&unpacked),
+        )?;
+        let dir = unpacked.join(&dir_name);
+        let manifest = dir.join("Cargo.toml");
+        let mut text = std::fs::read_to_string(&manifest)
+            .map_err(|e| format!("{}: {e}", manifest.display()))?;
+        text.push_str(&patch);
+        std::fs::write(&manifest, text).map_err(|e| format!("{}: {e}", manifest.display()))?;
+        util::run(
+            cargo()
+                .current_dir(&dir)
+                .args(["test", "--no-run", "--all-targets"])
+                .env("CARGO_TARGET_DIR", verify_dir.join("unpacked-target")),
+        )?;
+        patch.push_str(&format!("{name} = {{ path = \"../{dir_name}\" }}\n"));
+    }
     Ok(())
 }
 
