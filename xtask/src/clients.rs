@@ -28,7 +28,11 @@ use std::time::{Duration, Instant};
 
 /// How a row's build is moved onto mwait.
 enum OnMwait {
-    /// `[patch.crates-io]`: each (crate, drop-in directory under the root).
+    /// `[patch.crates-io]`: each (crate, drop-in directory under the root). Cargo
+    /// patches a crate only with a package of the same name, and the drop-ins
+    /// publish under names of their own (`mwait-parking`): the patch is a package
+    /// named after the crate that re-exports the drop-in ([`shim`]), the one a
+    /// user writes (the drop-in's README).
     PatchCratesIo(&'static [(&'static str, &'static str)]),
     /// The drop-in (a directory under the root) replaces the row's `src/`, and the
     /// drop-in's path dependencies (crate, directory under the root) are added: the
@@ -529,10 +533,8 @@ fn prepare(client: &Client, source: &Path, dir: &Path, side: Side) -> Res {
             OnMwait::PatchCratesIo(drop_ins) => {
                 manifest.push_str("\n[patch.crates-io]\n");
                 for (name, path) in *drop_ins {
-                    manifest.push_str(&format!(
-                        "{name} = {{ path = \"{}\" }}\n",
-                        root.join(path).display()
-                    ));
+                    let shim = shim(&root.join("target/clients/shims"), name, &root.join(path))?;
+                    manifest.push_str(&format!("{name} = {{ path = \"{}\" }}\n", shim.display()));
                 }
             }
             OnMwait::ReplaceSource { drop_in, path_deps } => {
@@ -569,6 +571,46 @@ fn prepare(client: &Client, source: &Path, dir: &Path, side: Side) -> Res {
         unlock(dir, drop_ins)?;
     }
     Ok(())
+}
+
+/// Writes, under `dir`, the package that patches `name` with the drop-in at
+/// `drop_in`: named `name`, at the drop-in's version, with the drop-in's features,
+/// its library re-exporting the drop-in's. Returns its directory.
+pub fn shim(dir: &Path, name: &str, drop_in: &Path) -> Res<PathBuf> {
+    let manifest = read(&drop_in.join("Cargo.toml"))?;
+    let field = |key: &str| -> Res<String> {
+        manifest
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} = \"")))
+            .map(|v| v.trim_end_matches('"').to_string())
+            .ok_or_else(|| format!("{}: no {key}", drop_in.display()))
+    };
+    let (package, version) = (field("name")?, field("version")?);
+    let mut features = String::new();
+    let mut in_features = false;
+    for line in manifest.lines() {
+        if line.starts_with('[') {
+            in_features = line.trim() == "[features]";
+        } else if in_features {
+            if let Some((feature, _)) = line.split_once('=').filter(|_| !line.starts_with('#')) {
+                let feature = feature.trim();
+                features.push_str(&format!("{feature} = [\"inner/{feature}\"]\n"));
+            }
+        }
+    }
+    let shim = dir.join(name);
+    fs::create_dir_all(shim.join("src")).map_err(|e| format!("{}: {e}", shim.display()))?;
+    write(
+        &shim.join("Cargo.toml"),
+        &format!(
+            "[package]\nname = \"{name}\"\nversion = \"{version}\"\nedition = \"2021\"\n\n\
+             [features]\n{features}\n[dependencies]\n\
+             inner = {{ package = \"{package}\", path = \"{}\" }}\n\n[workspace]\n",
+            drop_in.display()
+        ),
+    )?;
+    write(&shim.join("src/lib.rs"), "pub use inner::*;\n")?;
+    Ok(shim)
 }
 
 /// Moves the locked registry versions of the patched crates onto the patches: a
@@ -708,6 +750,31 @@ mod tests {
                     source = \"registry+https://github.com/rust-lang/crates.io-index\"\n\n\
                     [[package]]\nname = \"parking\"\nversion = \"2.2.1\"\n";
         assert_eq!(locked_registry_versions(lock, "parking"), ["2.2.0"]);
+    }
+
+    #[test]
+    fn the_parking_shim_is_named_parking_and_reexports_the_drop_in() {
+        let dir = project_root().join("target/clients-test-shims");
+        let shim = shim(
+            &dir,
+            "parking",
+            &project_root().join("integrations/parking"),
+        )
+        .unwrap();
+        let manifest = read(&shim.join("Cargo.toml")).unwrap();
+        assert!(
+            manifest.contains("name = \"parking\"\nversion = \"2.2.1\""),
+            "{manifest}"
+        );
+        assert!(manifest.contains("loom = [\"inner/loom\"]"), "{manifest}");
+        assert!(
+            manifest.contains("package = \"mwait-parking\""),
+            "{manifest}"
+        );
+        assert_eq!(
+            read(&shim.join("src/lib.rs")).unwrap(),
+            "pub use inner::*;\n"
+        );
     }
 
     #[test]

@@ -1,12 +1,9 @@
 //! A drop-in for the `atomic-wait` crate: the same three functions with the same
 //! signatures, implemented on [`mwait::atomic`], so that a program or a library built
 //! on `atomic-wait` (a lock, a channel, a condition variable) takes mwait's waits
-//! through one line of its `Cargo.toml`:
-//!
-//! ```toml
-//! [patch.crates-io]
-//! atomic-wait = { path = "path/to/mwait/integrations/atomic-wait" }
-//! ```
+//! through its `Cargo.toml` (`atomic-wait = { package = "mwait-atomic-wait", version =
+//! "1.1.0" }`, or for a whole dependency tree a `[patch.crates-io]`: the README has
+//! the lines to paste).
 //!
 //! What changes for such a program: a wake of a word nobody is parked on costs one
 //! load and no system call, and a wait spins briefly and watches the word's line in
