@@ -477,6 +477,73 @@ pub fn prepared(name: &str) -> Res<Vec<(&'static str, PathBuf, PathBuf)>> {
         .collect()
 }
 
+/// `cargo xtask patch NAME DIR [VERSION]`: a copy of the row `NAME`'s pinned
+/// release in `DIR`, moved onto mwait (its patch applied, or its source replaced by
+/// the drop-in's), and the `[patch.crates-io]` line that puts it in a program's
+/// build. A `VERSION` other than the pinned one is refused: the patch is written
+/// against that release.
+pub fn patch(args: &[String]) -> Res {
+    let (name, dir, version) = match args {
+        [n, d] => (n, d, None),
+        [n, d, v] => (n, d, Some(v)),
+        _ => return Err("usage: cargo xtask patch NAME DIR [VERSION]".into()),
+    };
+    let client = CLIENTS
+        .iter()
+        .find(|c| c.name == name && !matches!(c.on_mwait, OnMwait::PatchCratesIo(_)))
+        .ok_or_else(|| {
+            let names: Vec<_> = CLIENTS
+                .iter()
+                .filter(|c| !matches!(c.on_mwait, OnMwait::PatchCratesIo(_)))
+                .map(|c| c.name)
+                .collect();
+            format!(
+                "no patch for `{name}`; there are patches for: {}",
+                names.join(", ")
+            )
+        })?;
+    if let Some(v) = version.filter(|v| v.trim_start_matches('=') != client.version) {
+        return Err(format!(
+            "{name} {v}: the patch is written against {name} {pinned} and applies to that \
+             release only; pin it in the program (`{name} = \"={pinned}\"`, then \
+             `cargo update -p {name} --precise {pinned}`) and patch that",
+            pinned = client.version
+        ));
+    }
+    let dir = std::env::current_dir()
+        .map_err(|e| e.to_string())?
+        .join(dir);
+    if dir.exists()
+        && fs::read_dir(&dir)
+            .map_err(|e| e.to_string())?
+            .next()
+            .is_some()
+    {
+        return Err(format!(
+            "{}: not empty; name a new directory",
+            dir.display()
+        ));
+    }
+    let work = project_root().join("target/clients");
+    step(&format!(
+        "{name} {}: the published source, through cargo",
+        client.version
+    ));
+    let source = fetch(&work, &[client])?.remove(0);
+    prepare(client, &source, &dir, Side::Mwait)?;
+    println!(
+        "\n{name} {} on mwait is in {}. Pin {name} to that release in the program's \
+         Cargo.toml (`{name} = \"={}\"`, with its features) and add:\n\n\
+         [patch.crates-io]\n{name} = {{ path = \"{}\" }}\n\n\
+         `cargo tree -i {name}` then shows that path.",
+        client.version,
+        dir.display(),
+        client.version,
+        dir.display()
+    );
+    Ok(())
+}
+
 /// The pinned version of the row `name`.
 pub fn version(name: &str) -> Option<&'static str> {
     CLIENTS.iter().find(|c| c.name == name).map(|c| c.version)

@@ -31,6 +31,10 @@ commands:
                   async-channel, async-lock, async-executor, futures-lite,
                   async-io, rayon-core), stock and on mwait, from their
                   published sources; fails when one passes stock only
+  patch NAME DIR [VERSION]
+                  copies the pinned release of NAME (tokio, rayon-core, parking,
+                  atomic-wait) from crates.io into DIR, moved onto mwait, and
+                  prints the [patch.crates-io] line; refuses another VERSION
   package         `cargo publish --dry-run` of the published crates in dependency
                   order, then a build of their tests from the unpacked .crate files
   miri            the unit and integration tests that Miri can run today, under
@@ -74,6 +78,7 @@ fn main() -> ExitCode {
         "test" => test::run(rest),
         "clients" => clients::run(rest),
         "package" => test::package_only(rest),
+        "patch" => clients::patch(rest),
         "miri" => miri::run(rest),
         "stress" => test::stress(rest),
         "bench" => bench::run(rest),
