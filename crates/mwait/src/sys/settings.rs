@@ -58,9 +58,12 @@ pub(crate) fn freeze() -> Applied {
     s.applied.clone()
 }
 
-/// Writes one line about a setting to stderr: `mwait: LINE`.
+/// Writes one line about a setting to stderr: `mwait: LINE`, in one `write` (so that
+/// another thread's output does not cut it), and nothing when stderr is closed
+/// (`eprintln!` would panic there, and a setting must never make a wait panic).
 pub(crate) fn warn(line: &str) {
-    eprintln!("mwait: {line}");
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("mwait: {line}\n").as_bytes());
 }
 
 /// A variable of the environment, trimmed; `None` when unset or blank.
