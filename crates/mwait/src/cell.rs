@@ -440,6 +440,7 @@ impl WaitCell {
     }
 }
 
+mod rmw;
 mod wait;
 
 #[cfg(test)]
