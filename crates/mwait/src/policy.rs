@@ -289,6 +289,11 @@ impl Resolved {
 /// [`WaitPolicy::backend`], built at that wait's first use (make such a wait once
 /// before forking).
 ///
+/// # Panics
+///
+/// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+/// refused (the crate docs' "Environment"); without it no setting makes this panic.
+///
 /// # Examples
 ///
 /// ```

@@ -165,6 +165,11 @@ impl Atomic for AtomicU64 {
 /// waiting). It may miss intermediate values: a word that goes 0 → 1 → 0 while the
 /// waiter sleeps keeps it waiting.
 ///
+/// # Panics
+///
+/// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+/// refused (the crate docs' "Environment"); without it no setting makes this panic.
+///
 /// # Examples
 ///
 /// ```
@@ -184,6 +189,11 @@ pub fn wait<A: Atomic>(atomic: &A, expected: A::Value) -> A::Value {
 /// A wake that comes while the waiter still spins or watches the line in hardware,
 /// before it sleeps, ends the wait only where the word changed (as a wake that
 /// comes before a futex waiter's sleep finds nobody to wake).
+///
+/// # Panics
+///
+/// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+/// refused (the crate docs' "Environment"); without it no setting makes this panic.
 ///
 /// # Examples
 ///
@@ -219,6 +229,11 @@ pub fn wait_or_woken<A: Atomic>(atomic: &A, expected: A::Value) -> A::Value {
 
 /// Blocks while `atomic` holds `expected`, at most `timeout`.
 ///
+/// # Panics
+///
+/// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+/// refused (the crate docs' "Environment"); without it no setting makes this panic.
+///
 /// # Examples
 ///
 /// ```
@@ -245,6 +260,11 @@ pub fn wait_timeout<A: Atomic>(
 
 /// Blocks while `atomic` holds `expected`, until the clock reaches `deadline`.
 ///
+/// # Panics
+///
+/// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+/// refused (the crate docs' "Environment"); without it no setting makes this panic.
+///
 /// # Examples
 ///
 /// ```
@@ -270,6 +290,11 @@ pub fn wait_deadline<A: Atomic>(
 /// Blocks until `pred` accepts the value of `atomic`, or until `deadline` (`None`:
 /// no deadline). Returns [`WaitResult::Ready`] with the value `pred` accepted, or
 /// [`WaitResult::TimedOut`] with the last value seen.
+///
+/// # Panics
+///
+/// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+/// refused (the crate docs' "Environment"); without it no setting makes this panic.
 ///
 /// # Examples
 ///
