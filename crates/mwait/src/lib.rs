@@ -20,6 +20,18 @@
 //! assert_eq!(waiter.join().unwrap(), 42);
 //! ```
 //!
+//! # Which primitive
+//!
+//! | you want | coming from | in mwait |
+//! | --- | --- | --- |
+//! | a value other threads wait on until a predicate holds | `Mutex` + `Condvar` (std, parking_lot) | [`WaitCell`]: `wait_until`, `store`/`swap`/`fetch_*` |
+//! | to wait on an atomic that lives elsewhere (a lock word, a ring's slot) | `atomic-wait`'s `wait`/`wake_one`/`wake_all`, a futex | [`atomic::wait`], [`atomic::wait_until`], [`atomic::wake_one`], [`atomic::wake_all`]; `atomic-wait`'s exact contract (a wake ends the wait without a change): [`atomic::wait_or_woken`] |
+//! | to wait on several words at once | `select` over channels | [`atomic::wait_any`] |
+//! | a thread parker with a token | `std::thread::park`/`unpark`, `parking::Parker`, `parking_lot_core::park` | [`Parker`] / [`Unparker`] (or the `mwait-parking` drop-in) |
+//! | to block on a future | `futures::executor::block_on`, `pollster` | [`block_on`] |
+//! | an async wait on a value | `tokio::sync::Notify`, `event-listener` | [`WaitCell::wait_until_async`] |
+//! | a barrier | `std::sync::Barrier` | [`Barrier`] |
+//!
 //! Any `AtomicU32` or `AtomicU64` can be waited on too, wherever it lives (a ring's
 //! slots, a lock word inside a struct), through [`atomic`]: `wait`, `wait_until`
 //! and their timed forms, `wake_one` and `wake_all` as in `atomic-wait`, and
