@@ -22,9 +22,8 @@ use std::future::Future;
 /// readings around them. The rule: the readings cost at most a few % of a sample
 /// whose round trips take ~100 ns, the fastest PAUSE ping-pong seen, and are work
 /// the timed thread does between round trips that must not move the ratio to PAUSE
-/// (the figures for 4, 16 and 64 per sample are in
-/// `docs/journal/2026-11-23-default-policy.md`, section 6). A median over samples
-/// still ignores a rare slow round trip.
+/// (the figures for 4, 16 and 64 per sample are in `docs/design-notes.md`). A
+/// median over samples still ignores a rare slow round trip.
 pub const ROUND_TRIP_BATCH: u32 = 16;
 
 /// A one-way, one-waiter signal of a growing `u32` counter.

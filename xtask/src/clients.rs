@@ -158,6 +158,11 @@ const CLIENTS: &[Client] = &[
     },
 ];
 
+/// The names of the rows, in order.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    CLIENTS.iter().map(|c| c.name)
+}
+
 /// The tokio row's `cargo test` arguments: the test files that park a thread
 /// (`block_on` on `ParkThread` / `CachedParkThread`; a multi-thread worker on its
 /// condvar while another holds the driver) or wake one that is parked.

@@ -14,6 +14,7 @@ mod hwtest;
 mod miri;
 mod ports;
 mod test;
+mod tidy;
 mod util;
 mod vm;
 
@@ -26,11 +27,15 @@ commands:
   test            everything CI runs: fmt, clippy, generated bindings, tests,
                   doctests, loom, docs, other targets, packaging, hardware-tier
                   suites, DKMS, VM tests, checkpatch
+  tidy            the docs, lists and comments agree with the tree (backticked
+                  paths exist, the architecture walks' functions, the examples,
+                  docs and clients lists, no development notes)
   clients [NAME...]
                   other crates' own test suites (parking, event-listener,
                   async-channel, async-lock, async-executor, futures-lite,
-                  async-io, rayon-core), stock and on mwait, from their
-                  published sources; fails when one passes stock only
+                  async-io, rayon-core, atomic-wait, tokio), stock and on
+                  mwait, from their published sources; fails when one
+                  passes stock only, or when a row's semantics tests differ
   patch NAME DIR [VERSION]
                   copies the pinned release of NAME (tokio, rayon-core, parking,
                   atomic-wait) from crates.io into DIR, moved onto mwait, and
@@ -76,6 +81,7 @@ fn main() -> ExitCode {
     };
     let result = match cmd {
         "test" => test::run(rest),
+        "tidy" => tidy::run(rest),
         "clients" => clients::run(rest),
         "package" => test::package_only(rest),
         "patch" => clients::patch(rest),

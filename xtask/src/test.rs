@@ -25,6 +25,9 @@ fn style_and_bindings() -> Res {
     ensure_rust_component("rustfmt")?;
     ensure_rust_component("clippy")?;
 
+    step("tidy: docs, lists and comments agree with the tree");
+    crate::tidy::run(&[])?;
+
     step("format check");
     util::run(cargo().args(["fmt", "--all", "--check"]))?;
 
@@ -93,6 +96,9 @@ fn tests() -> Res {
     step("tests with the futex-wake counter (no syscall on an uncontended notify)");
     util::run(cargo().args(["test", "-p", "mwait", "--features", "test-counters"]))?;
 
+    step("a user crate built with --cfg loom keeps a static WaitCell");
+    loom_user()?;
+
     step("loom model of the wait/notify protocol, of the async registry, of the parker and of the waiter table");
     util::run(
         cargo()
@@ -110,10 +116,27 @@ fn tests() -> Res {
                 "--test",
                 "loom_parker",
             ])
-            .env("RUSTFLAGS", "--cfg loom")
+            .env("RUSTFLAGS", "--cfg mwait_loom")
             // Three preemptions per execution cover every two-sided race of the
             // protocol (a notifier and one or two waiters); unbounded, the two-waiter
             // model runs for hours.
+            .env("LOOM_MAX_PREEMPTIONS", "3")
+            .env("CARGO_TARGET_DIR", util::project_root().join("target/loom")),
+    )?;
+    // The models that need the platform's internals live beside it, as unit tests
+    // of the loom build (the fallback barrier once `membarrier` is lost).
+    util::run(
+        cargo()
+            .args([
+                "test",
+                "-p",
+                "mwait",
+                "--release",
+                "--lib",
+                "--",
+                "sys::platform::tests",
+            ])
+            .env("RUSTFLAGS", "--cfg mwait_loom")
             .env("LOOM_MAX_PREEMPTIONS", "3")
             .env("CARGO_TARGET_DIR", util::project_root().join("target/loom")),
     )?;
@@ -129,6 +152,49 @@ fn tests() -> Res {
     step("Miri: the unit tests and the integration tests that need no process");
     crate::miri::run(&[])?;
     Ok(())
+}
+
+/// The library of a user crate that loom-tests its own code: built with
+/// `--cfg loom`, it holds a `WaitCell` in a `static`.
+const LOOM_USER_LIB: &str = "\
+//! A user crate that loom-tests its own code.
+
+/// A cell in a static: `WaitCell::new` must stay a `const fn` under `--cfg loom`.
+pub static CELL: mwait::WaitCell = mwait::WaitCell::new(0);
+";
+
+/// `cargo check` of a user crate with `RUSTFLAGS="--cfg loom"`: mwait's model switch
+/// is its own `cfg(mwait_loom)`, so another crate's loom build sees the real mwait
+/// (whose constructors are `const fn`). The crate lives under target/ as a workspace
+/// of its own, with the workspace's lock file, so that it resolves what the
+/// workspace already has.
+fn loom_user() -> Res {
+    let root = project_root();
+    let dir = root.join("target/loom-user");
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).map_err(|e| format!("cannot create {}: {e}", src.display()))?;
+    let manifest = format!(
+        "[package]\nname = \"loom-user\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\
+         publish = false\n\n[dependencies]\nmwait = {{ path = {:?} }}\n\n[workspace]\n",
+        root.join("crates/mwait").display().to_string()
+    );
+    let write = |path: std::path::PathBuf, text: &str| {
+        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    write(dir.join("Cargo.toml"), &manifest)?;
+    write(src.join("lib.rs"), LOOM_USER_LIB)?;
+    if !dir.join("Cargo.lock").exists() {
+        std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock"))
+            .map_err(|e| format!("cannot copy Cargo.lock: {e}"))?;
+    }
+    util::run(
+        cargo()
+            .arg("check")
+            .arg("--manifest-path")
+            .arg(dir.join("Cargo.toml"))
+            .env("RUSTFLAGS", "--cfg loom")
+            .env("CARGO_TARGET_DIR", dir.join("target")),
+    )
 }
 
 /// The docs, and the targets this machine can only compile for or emulate: the

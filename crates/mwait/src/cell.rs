@@ -443,7 +443,8 @@ impl WaitCell {
 mod rmw;
 mod wait;
 
-#[cfg(test)]
+// The simulated monitor is not in the loom build.
+#[cfg(all(test, not(mwait_loom)))]
 mod simulated;
 
 #[cfg(test)]

@@ -50,6 +50,7 @@ pub struct WaitPolicy {
     cstate: CState,
     backend: Option<Backend>,
     handoff: bool,
+    apart: Option<bool>,
 }
 
 impl Default for WaitPolicy {
@@ -69,6 +70,7 @@ impl WaitPolicy {
             cstate: CState::C0_1,
             backend: None,
             handoff: true,
+            apart: None,
         }
     }
 
@@ -116,6 +118,46 @@ impl WaitPolicy {
     pub const fn handoff(mut self, on: bool) -> WaitPolicy {
         self.handoff = on;
         self
+    }
+
+    /// Whether a thread that woke a partner parked on its own CPU may move itself to
+    /// another CPU at its next wait (off by default; `None` here leaves it to the
+    /// process's `MWAIT_MOVE_APART`, itself off unless set to `1`).
+    ///
+    /// Two threads that answer each other and that the scheduler put on one CPU
+    /// hand that CPU back and forth through the kernel on every round trip, while
+    /// another CPU of the process may idle; the kernel's load balancer moves only
+    /// threads that wait in a run queue, so it leaves them there. With this on,
+    /// such a thread takes its CPU out of its affinity mask, which makes the kernel
+    /// migrate it, and puts the mask back at once (`sched_setaffinity` twice, at
+    /// most once per 200 µs to 10 ms per thread, never for a thread pinned to one
+    /// CPU, nor on a machine with more runnable threads than CPUs). What it costs
+    /// the program:
+    ///
+    /// - a `sched_setaffinity` made by another thread of the program on this thread
+    ///   between the two calls is kept (the mask is put back only if it is still the
+    ///   narrowed one), but one made from outside between them is indistinguishable
+    ///   from ours and is then overwritten;
+    /// - on Linux 6.2 and later every successful `sched_setaffinity` saves a user
+    ///   mask, so a thread that followed its cpuset's CPUs (a container resized, CPUs
+    ///   brought online) stays on the mask it had from then on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mwait::WaitPolicy;
+    /// assert_eq!(WaitPolicy::new().moves_apart(), None);
+    /// assert_eq!(WaitPolicy::new().move_apart(true).moves_apart(), Some(true));
+    /// ```
+    pub const fn move_apart(mut self, on: bool) -> WaitPolicy {
+        self.apart = Some(on);
+        self
+    }
+
+    /// This policy's [`move_apart`](Self::move_apart) setting (`None`: the
+    /// process's, from `MWAIT_MOVE_APART`).
+    pub const fn moves_apart(&self) -> Option<bool> {
+        self.apart
     }
 
     /// Whether waits under this policy take the hand-off spin after a wake.
@@ -252,8 +294,33 @@ impl WaitPolicy {
             adaptive: self.is_adaptive(),
             cstate: self.cstate,
             handoff: self.handoff,
+            apart: match self.apart {
+                Some(on) => on,
+                None => move_apart_by_default(),
+            },
         }
     }
+}
+
+/// The process's `MWAIT_MOVE_APART`: `1`, `true` or `on` turns moving apart on for
+/// every policy that does not say; unset, `0`, `false` or `off` leave it off; any
+/// other value is warned about once on stderr and leaves it off.
+fn move_apart_by_default() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| match std::env::var("MWAIT_MOVE_APART") {
+        Err(_) => false,
+        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "1" | "true" | "on" => true,
+            "" | "0" | "false" | "off" => false,
+            _ => {
+                eprintln!(
+                    "mwait: MWAIT_MOVE_APART={v:?} is not one of 0/1/false/true/off/on; \
+                     using 0 (threads are never moved)"
+                );
+                false
+            }
+        },
+    })
 }
 
 /// A policy resolved for one wait.
@@ -267,6 +334,9 @@ pub(crate) struct Resolved {
     pub adaptive: bool,
     pub cstate: CState,
     pub handoff: bool,
+    /// Whether a thread may move itself off a CPU it shares with its partner
+    /// ([`WaitPolicy::move_apart`]).
+    pub apart: bool,
 }
 
 impl Resolved {

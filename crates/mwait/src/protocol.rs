@@ -12,8 +12,8 @@
 //! the line after `value`'s: one store and one load when nobody is parked, and the
 //! load hits a line the notifier only reads, which stays in its cache while nobody
 //! parks, and a hardware monitor armed on `value`'s line is not woken by
-//! announcements (what the shared line cost: `docs/journal/2026-11-23-default-policy.md`,
-//! "The state word on a line of its own").
+//! announcements (what the shared line cost, measured with the `hop_cost` example:
+//! `docs/design-notes.md`).
 //!
 //! The protocol is the classic store-buffering (Dekker) pair:
 //!
@@ -77,21 +77,37 @@
 //! call and keep the symmetric protocol.
 //!
 //! The light path is taken only while `sys::park::begin_light_store` says so: a flag set
-//! once, when registration succeeded, and never cleared. Every waiter blocks on that one-time
+//! once, when registration succeeded. Every waiter blocks on that one-time
 //! registration before choosing its barrier, so no waiter uses a mere fence while a
 //! notifier may use the light path; where registration fails (old kernel, seccomp)
 //! both sides keep the `SeqCst` protocol above. The flag is one more load on the
 //! notify path, of a read-only global that stays in L1.
 //!
+//! Linux turns the flag off again if `membarrier` fails after registration (a seccomp
+//! filter installed since): new notifies fence, but a light notify that read the flag
+//! before may still be between (1) and (2), for as long as its thread is preempted
+//! there, so a waiter that announces itself later still needs a process-wide
+//! barrier, not a fence. Its barrier from then on is a TLB shootdown: it takes the
+//! write permission from a page of its own, and the kernel interrupts every CPU
+//! running a thread of the process to flush that page's translation before
+//! `mprotect` returns, the guarantee `membarrier` gives (`sys/os/linux.rs`). The
+//! light path is offered only where that fallback exists: on x86-64 CPUs without
+//! INVLPGB (which flushes without interrupts). The loom model of the fallback
+//! (`sys/os/loom.rs`) deadlocks on a future with a mere fence there, and passes with
+//! the shootdown's interrupts.
+//!
 //! `membarrier` reaches only this process's threads. A process-shared cell
 //! ([`WaitCell::new_shared`](crate::WaitCell::new_shared)) therefore carries a
 //! permanent bit in `state`, `SHARED_SLOW`, that sends every light store to the slow
 //! path, which issues a `SeqCst` fence and looks at `state` again. Its waiters, facing
-//! fenced notifiers only, use a `SeqCst` fence in place of `membarrier` (the symmetric
-//! protocol above). A notify that follows a `SeqCst` read-modify-write, store or fence
-//! (`swap`, `fetch_*`, `compare_exchange`, `notify_*`) ignores the bit: its write (1)
-//! and load (2) and the waiter's announcement (3) and re-check (4) are all in the one
-//! total order, so the symmetric protocol holds without a second look.
+//! fenced notifiers only, run no barrier at all (their announcement is a `SeqCst`
+//! read-modify-write, their re-check a `SeqCst` load: the symmetric protocol above),
+//! and never set `FENCED`. No waker is ever armed on such a cell (a waker points into
+//! one process's memory), and its notifiers never look at its registry. A notify
+//! that follows a `SeqCst` read-modify-write, store or fence (`swap`, `fetch_*`,
+//! `compare_exchange`, `notify_*`) ignores the bit: its write (1) and load (2) and
+//! the waiter's announcement (3) and re-check (4) are all in the one total order, so
+//! the symmetric protocol holds without a second look.
 //!
 //! A parker's cell ([`WaitCell::new_parker`](crate::WaitCell::new_parker), the token
 //! of `mwait::Parker`) carries the same bit, for the same reason: its waiters skip
@@ -173,20 +189,33 @@
 //! ## Counts left by a fork
 //!
 //! A child of `fork()` inherits a copy of every private cell, parked count included,
-//! but none of the parent's parked threads: without repair, every notify in the child
-//! would go to the slow path and make a `futex_wake` for nobody, and `FENCED` would
-//! never clear. So a non-zero count carries a tag, the fork generation of the process
-//! whose waiters it counts (`sys::park::fork_generation`, one more in each child); the
-//! tag goes when the count returns to 0. A waiter whose announcement (3) finds a count
-//! under another tag replaces it by its own 1, and a notifier whose second look finds
-//! one removes it with a compare-exchange. Neither can remove a live waiter: every
-//! waiter of this process announced itself under this process's tag (the thread that
-//! called `fork()` was not parked, and no other thread runs in the child), and a
-//! waiter that announces itself after the notifier's second look is covered by the
-//! Dekker pair as usual. The tag has 6 bits, so a descendant 64 forks down cannot
-//! tell its ancestor's counts from its own (it then wakes nobody, as before). A
-//! process-shared cell's counts carry no tag: its waiters belong to several
-//! processes by design, and one killed while parked leaves its count behind.
+//! but none of the parent's parked threads, with one exception: the thread that
+//! called `fork()` goes on in the child, and it may have been counted itself (a
+//! predicate that forks inside the park, or a signal handler that forks while the
+//! thread sleeps in an `SA_RESTART` futex wait). So a non-zero count carries a tag,
+//! the fork generation of the process whose waiters it counts
+//! (`sys::park::fork_generation`, one more in each child), and each waiter keeps the
+//! tag it announced itself under:
+//!
+//! - a waiter's announcement (3) that finds a count under another tag replaces it by
+//!   its own 1 and wakes every sleeper of the cell once; a notifier whose second look
+//!   finds one removes it with a compare-exchange and wakes every sleeper once too.
+//!   A forked thread asleep under the old tag is among them: it wakes, re-checks,
+//!   and announces itself under this process's tag;
+//! - a waiter that finds, after its re-check (4), that its process's generation is no
+//!   longer the one it announced under (its predicate forked) does not sleep: it
+//!   returns and announces itself again;
+//! - a withdrawal takes one from the count only when the count stands under the
+//!   withdrawing waiter's own tag, never from another tag's count nor from 0.
+//!
+//! No live waiter is lost: every waiter of this process sleeps counted under this
+//! process's tag, or is woken by the wake that removed its old count; a waiter that
+//! announces itself after a notifier's second look is covered by the Dekker pair as
+//! usual. The tag has 6 bits, so a descendant 64 forks down cannot tell its
+//! ancestor's counts from its own (it then wakes nobody, as before). A process-shared
+//! cell's counts carry no tag: its waiters belong to several processes by design, and
+//! one killed while parked leaves its count behind (its only cost is a wake of nobody
+//! on each later notify).
 //!
 //! ## Async waiters
 //!
@@ -214,8 +243,8 @@ use crate::registry::ASYNC_REGISTERED;
 use crate::sys::park::{self, Parked};
 use sleepers::Sleepers;
 use state::{
-    announced, fenced_after_idle_notify, withdrawn, EPOCH_MASK, EPOCH_SHIFT, FENCED, IDLE_MASK,
-    PARKED_MASK, SHARED_SLOW,
+    announced, fenced_after_idle_notify, replaces_foreign_count, withdrawn, EPOCH_MASK,
+    EPOCH_SHIFT, FENCED, IDLE_MASK, PARKED_MASK, SHARED_SLOW,
 };
 use std::task::Waker;
 
@@ -301,9 +330,9 @@ impl MonitorLine {
     #[inline(always)]
     pub(crate) fn notify(&self, s: &Sleepers, n: u32, on_woke: &impl OnWake) {
         loom_sc_fence();
+        // `SHARED_SLOW` is for light stores only: after a `SeqCst` write or fence the
+        // symmetric protocol needs no second look (see the notes).
         let state = self.state.load(Ordering::SeqCst); // (2)
-                                                       // `SHARED_SLOW` is for light stores only: after a `SeqCst` write or fence
-                                                       // the symmetric protocol needs no second look (see the notes).
         if state & !SHARED_SLOW != 0 {
             self.wake_slow(s, n, on_woke);
         }
@@ -320,7 +349,11 @@ impl MonitorLine {
         fence(Ordering::SeqCst);
         let mut state = self.state.load(Ordering::SeqCst);
         if state & PARKED_MASK != 0 && state & EPOCH_MASK != epoch_tag(s) {
-            // Counted by the parent of a fork: none of them runs in this process.
+            // Counted under the tag of an ancestor process: none of those waiters
+            // runs here, but the thread that called `fork()` may have been one of
+            // them (a predicate or a signal handler that forked during its park). The
+            // count goes, and a wake of every sleeper makes such a thread re-check
+            // and announce itself under this process's tag.
             let repaired = state & !(PARKED_MASK | EPOCH_MASK);
             state = match self.state.compare_exchange(
                 state,
@@ -328,7 +361,10 @@ impl MonitorLine {
                 Ordering::SeqCst,
                 Ordering::SeqCst,
             ) {
-                Ok(_) => repaired,
+                Ok(_) => {
+                    park::wake(&s.queue, &self.value, park::ALL, s.shared);
+                    repaired
+                }
                 Err(now) => now,
             };
         }
@@ -355,7 +391,10 @@ impl MonitorLine {
             park::wake(&s.queue, &self.value, n, s.shared);
             on_woke.parked_woken();
         }
-        if state & ASYNC_REGISTERED != 0 {
+        // A process-shared cell never arms a waker (its entries refuse async waits),
+        // so the bit there can only come from another process: its registry, with
+        // pointers into that process's memory, is never touched.
+        if state & ASYNC_REGISTERED != 0 && !s.shared {
             s.registry
                 .wake(&self.state, if n == 1 { 1 } else { usize::MAX });
         }
@@ -383,7 +422,13 @@ impl MonitorLine {
             }) {
             Ok(old) | Err(old) => old,
         }; // (3)
-        let _counted = Announced(self);
+        let _counted = Announced { line: self, tag };
+        if replaces_foreign_count(old, tag) {
+            // A thread of an ancestor process's count may be asleep here (it forked
+            // during its park): its count is gone, so it must re-check and announce
+            // itself again (see "Counts left by a fork").
+            park::wake(&s.queue, &self.value, park::ALL, s.shared);
+        }
         if self.barrier_unless_fenced(s, old) {
             // Still counted: the bit is set while our announcement stands.
             self.state.fetch_or(FENCED, Ordering::SeqCst);
@@ -391,6 +436,12 @@ impl MonitorLine {
         let v = self.value.load(Ordering::SeqCst); // (4)
         if pred(v) {
             return Ok(v);
+        }
+        if epoch_tag(s) != tag {
+            // The predicate forked, and this is the child: the announcement counts
+            // this thread under the parent's tag, which this process's notifiers
+            // drop. Announce again under this process's own.
+            return Err(Parked::Changed);
         }
         Err(park::wait(&s.queue, &self.value, v, deadline_ns, s.shared))
     }
@@ -402,13 +453,14 @@ impl MonitorLine {
     #[inline]
     fn barrier_unless_fenced(&self, s: &Sleepers, old: u32) -> bool {
         loom_sc_fence();
-        if s.parker {
-            // Every notifier writes with a `SeqCst` read-modify-write (1) before its
-            // `SeqCst` load (2), and the announcement (3) is one too, before the
-            // `SeqCst` re-check (4): the four are in the single total order, so no
-            // barrier is needed (a lock-prefixed instruction on x86). `FENCED`, which
-            // would send the notifies that find the waiter awake to the slow path
-            // to count themselves, stays off.
+        if s.parker || s.shared {
+            // Every notifier of such a cell orders its write (1) before its load (2)
+            // with a `SeqCst` read-modify-write or fence (a light store goes to the
+            // fenced slow path by the `SHARED_SLOW` bit), and the announcement (3) is
+            // a `SeqCst` read-modify-write before the `SeqCst` re-check (4): no
+            // barrier is needed (the fence-to-access rule of the `SeqCst` total
+            // order). `FENCED`, which would send the notifies that find the waiter
+            // awake to the slow path to count themselves, stays off.
             return false;
         }
         let run = old & FENCED == 0;
@@ -420,17 +472,14 @@ impl MonitorLine {
 
     /// The heavy half of the barrier between announcing a waiter in `state` and the
     /// re-check of the value (see "Notes about memory ordering"). A process-shared
-    /// cell's notifiers always fence (its `SHARED_SLOW` bit), so its waiters need no
-    /// `membarrier`, which would not reach another process's notifier anyway; a
-    /// plain fence also keeps a child of `fork()` off the one-time registration,
-    /// whose lock another thread of the parent may have held at the fork.
+    /// cell never gets here (its notifiers always fence, by its `SHARED_SLOW` bit),
+    /// which also keeps a child of `fork()` that waits on one off the one-time
+    /// registration, whose lock another thread of the parent may have held at the
+    /// fork.
     #[inline]
     fn waiter_barrier(&self, s: &Sleepers) {
-        if s.shared {
-            fence(Ordering::SeqCst);
-        } else {
-            park::waiter_barrier();
-        }
+        debug_assert!(!s.shared, "a shared cell's waiters run no barrier");
+        park::waiter_barrier();
     }
 
     /// The async waiter's announcement: arms `waker` in the registry, which sets
@@ -449,6 +498,31 @@ impl MonitorLine {
         }
     }
 
+    /// The announcement of a waiter over several words ([`wait_any`]), which runs one
+    /// barrier for all of them: arms `waker` as [`arm_async`](Self::arm_async) does,
+    /// without the barrier. Returns whether this cell needs the caller's barrier
+    /// (not on a parker's cell, nor on a `FENCED` one); the caller then runs it and
+    /// calls [`fenced_by_caller`](Self::fenced_by_caller).
+    ///
+    /// [`wait_any`]: crate::atomic::wait_any
+    pub(crate) fn arm_async_without_barrier(
+        &self,
+        s: &Sleepers,
+        key: &mut Option<usize>,
+        waker: &Waker,
+    ) -> bool {
+        debug_assert!(!s.shared, "no waker is armed on a shared cell");
+        let old = s.registry.arm(&self.state, key, waker); // (3)
+        !s.parker && old & FENCED == 0
+    }
+
+    /// After the barrier that the caller of
+    /// [`arm_async_without_barrier`](Self::arm_async_without_barrier) ran for this
+    /// cell: marks it `FENCED` while the slot `key` is still armed.
+    pub(crate) fn fenced_by_caller(&self, s: &Sleepers, key: usize) {
+        s.registry.set_while_armed(&self.state, key, FENCED);
+    }
+
     /// Releases an async waiter's slot (`forward`: pass an unconsumed `notify_one`
     /// on to another armed waiter).
     pub(crate) fn disarm_async(&self, s: &Sleepers, key: usize, forward: bool) {
@@ -456,20 +530,25 @@ impl MonitorLine {
     }
 }
 
-/// A parked waiter's announcement in `state`, withdrawn on drop: `Relaxed`, it orders
-/// nothing (a notifier that still sees the old count makes one unneeded wake, no
-/// more).
-struct Announced<'a>(&'a MonitorLine);
+/// A parked waiter's announcement in `state` under the fork tag `tag`, withdrawn on
+/// drop: `Relaxed`, it orders nothing (a notifier that still sees the old count makes
+/// one unneeded wake, no more).
+struct Announced<'a> {
+    line: &'a MonitorLine,
+    tag: u32,
+}
 
 impl Drop for Announced<'_> {
     #[inline]
     fn drop(&mut self) {
-        // The last one out takes the count's fork tag with it.
+        // The last one out takes the count's fork tag with it; a count under another
+        // tag (or none left) is not ours to take from.
+        let tag = self.tag;
         let _ = self
-            .0
+            .line
             .state
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |st| {
-                Some(withdrawn(st))
+                withdrawn(st, tag)
             });
     }
 }
@@ -485,5 +564,5 @@ fn epoch_tag(s: &Sleepers) -> u32 {
     }
 }
 
-#[cfg(all(test, target_os = "linux", not(loom)))]
+#[cfg(all(test, target_os = "linux", not(mwait_loom)))]
 mod tests;

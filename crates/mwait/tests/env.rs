@@ -149,6 +149,21 @@ fn membarrier_denied_after_registration() {
     for value in 2..20 {
         round(value);
     }
+    // Futures armed after the switch: their barrier is the TLB shootdown now.
+    for value in 20..30 {
+        let cell = WaitCell::new(0);
+        std::thread::scope(|s| {
+            let storer = s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(2));
+                cell.store(value);
+            });
+            assert_eq!(
+                mwait::block_on(cell.wait_until_async(|v| v == value)),
+                value
+            );
+            storer.join().unwrap();
+        });
+    }
     // A park with nothing stored still ends at its deadline, not before.
     let cell = WaitCell::new(0);
     let start = Instant::now();

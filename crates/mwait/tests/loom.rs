@@ -1,6 +1,6 @@
 //! Loom model of the wait/notify protocol, the clearing of the `FENCED` bit included.
 //!
-//! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait --test loom
+//! Run with `RUSTFLAGS="--cfg mwait_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait --test loom
 //! --release`
 //! (`cargo xtask test` does). Loom explores every interleaving (and every weak-memory
 //! outcome it models) of the threads below; a lost wake-up shows as a deadlock, which
@@ -10,7 +10,7 @@
 //! clock advances 1 ms per reading (so spin and hardware budgets end after one round),
 //! timed futex waits return at once as "timed out", and a hardware-wait episode is a
 //! yield that may end spuriously.
-#![cfg(loom)]
+#![cfg(mwait_loom)]
 
 mod support;
 use support::model;
@@ -244,5 +244,25 @@ fn notify_one_wakes_one_parked_waiter() {
             "{} wakes for two notify_one",
             cell.model_wakes()
         );
+    });
+}
+
+/// Two waiters with different predicates on one cell (the rayon patch's shape): a
+/// store that satisfies one of them must reach it even when the other starts to
+/// sleep right after the store's wake. The model's futex wakes only the threads
+/// already asleep, as `FUTEX_WAKE` does; a queue that let the late sleeper take that
+/// wake deadlocked here, though Linux never does.
+#[test]
+fn a_late_sleeper_does_not_take_an_earlier_sleeper_s_wake() {
+    model(|| {
+        let cell = Arc::new(WaitCell::new(0));
+        let (a, b) = (cell.clone(), cell.clone());
+        let first = thread::spawn(move || a.wait_until_with(|v| v >= 1, &futex_only()));
+        let second = thread::spawn(move || b.wait_until_with(|v| v >= 2, &futex_only()));
+        cell.store(1);
+        assert!(first.join().unwrap() >= 1);
+        cell.store(2);
+        assert_eq!(second.join().unwrap(), 2);
+        assert_eq!(cell.parked_waiters(), 0);
     });
 }

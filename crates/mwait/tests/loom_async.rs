@@ -1,10 +1,10 @@
 //! Loom model of the async registry: register vs notify, notify_one vs a dropped
 //! future, two futures and notify_all.
 //!
-//! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait --test
+//! Run with `RUSTFLAGS="--cfg mwait_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait --test
 //! loom_async --release` (`cargo xtask test` does). A lost wake-up shows as a
 //! deadlock of `block_on`, which loom reports.
-#![cfg(loom)]
+#![cfg(mwait_loom)]
 
 mod support;
 use support::model;

@@ -2,10 +2,10 @@
 //! share a bucket (the model's table has one), a wake of one that must reach a
 //! sleeper of its own word, and a 64-bit word whose high half alone changes.
 //!
-//! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait --test
+//! Run with `RUSTFLAGS="--cfg mwait_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait --test
 //! loom_atomic --release` (`cargo xtask test` does). A lost wake-up shows as a
 //! deadlock, which loom reports.
-#![cfg(loom)]
+#![cfg(mwait_loom)]
 
 mod support;
 use support::model;

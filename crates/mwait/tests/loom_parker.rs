@@ -2,7 +2,7 @@
 //! without one, unparks before a park leave one token) and an unpark racing a timed
 //! park's timeout (the token is taken by exactly one park).
 //!
-//! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait --test
+//! Run with `RUSTFLAGS="--cfg mwait_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait --test
 //! loom_parker --release` (`cargo xtask test` does). A lost unpark shows as a
 //! deadlock, which loom reports as a failure. In the model a timed park may time out
 //! at any moment (timed futex waits return at once, the clock advances 1 ms per
@@ -11,7 +11,7 @@
 //! `block_on` is not modelled: its per-thread cache is a std thread-local, which
 //! loom's threads (all on one OS thread) and executions would share; it is
 //! `Parker::park` and the waker below, which are.
-#![cfg(loom)]
+#![cfg(mwait_loom)]
 
 mod support;
 use support::model;

@@ -138,6 +138,48 @@ fn a_cell_that_keeps_parking_pays_membarrier_once() {
     );
 }
 
+/// A `wait_any` announces itself to every member and then runs one barrier for all
+/// of them, as its docs say: its first park over a bare word and three fresh cells
+/// made four `membarrier` calls, one per cell and one more.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_wait_any_park_runs_one_barrier_for_all_its_members() {
+    use mwait::atomic::{wait_any, Member};
+    let _g = SERIAL.lock().unwrap();
+    if std::env::var("MWAIT_MEMBARRIER").is_ok_and(|v| v.trim() == "0") {
+        return; // no asymmetric barrier: parks fence instead
+    }
+    let park_at_once = WaitPolicy::new().backend(Backend::Futex);
+    let soon = || std::time::Instant::now() + Duration::from_millis(2);
+    // The process's first park also registers for membarrier: get that done first.
+    let _ = WaitCell::new(0).wait_until_deadline_with(|v| v == 1, soon(), &park_at_once);
+    let word = std::sync::atomic::AtomicU32::new(0);
+    let cells = [WaitCell::new(0), WaitCell::new(0), WaitCell::new(0)];
+    let members = [
+        Member::atomic(&word, 0),
+        Member::cell(&cells[0], 0),
+        Member::cell(&cells[1], 0),
+        Member::cell(&cells[2], 0),
+    ];
+    let calls = mwait::test_counters::membarrier_calls;
+    let c0 = calls();
+    assert_eq!(wait_any(&members, Some(soon())), None);
+    let parks = calls() - c0;
+    assert!(parks >= 1, "the wait parked at least once");
+    // Each park of the wait (one, unless the futex returned early) runs one barrier.
+    assert!(
+        parks <= 2,
+        "{parks} membarrier calls for one timed wait_any"
+    );
+    let c1 = calls();
+    let _ = wait_any(&members[1..], Some(soon()));
+    assert!(
+        calls() - c1 <= 2,
+        "cells alone: one barrier per park ({} calls)",
+        calls() - c1
+    );
+}
+
 /// `protocol.rs`, "A cell that parks often" (the crate's constant is private).
 const FENCED_IDLE_NOTIFIES: u32 = 32;
 

@@ -526,3 +526,247 @@ fn barrier_wakes_once_per_generation() {
         "{wakes} futex wakes for {GENERATIONS} generations"
     );
 }
+
+/// How a waiter in a forked child used a process-shared cell.
+#[derive(Copy, Clone, Debug)]
+enum SharedEntry {
+    /// `wait_until`: woken by the parent's store.
+    Blocking,
+    /// `wait_until_deadline`: woken by the parent's `notify_all` after a write
+    /// through `as_atomic`.
+    Deadline,
+    /// `wait_any` with the cell as a member: refused.
+    WaitAny,
+    /// `wait_until_async`: refused.
+    Async,
+}
+
+/// The panic message of a caught panic ("" if it is not a string).
+fn panic_text(e: &(dyn std::any::Any + Send)) -> String {
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+// Every public entry that can reach a process-shared cell, from a forked child,
+// while the parent writes to the cell through each writer: the blocking waits are
+// woken, `wait_any` and the async wait are refused with a panic that names the rule
+// before anything is written to the cell, and the notifying parent survives each
+// one (a `wait_any` member once made the parent's store die of SIGSEGV in the
+// registry, and leave the registry's lock held).
+#[test]
+fn every_entry_on_a_shared_cell_wakes_or_is_refused_and_the_notifier_survives() {
+    if !in_child("every_entry_on_a_shared_cell_wakes_or_is_refused_and_the_notifier_survives") {
+        return;
+    }
+    mwait::prepare();
+    let cells = mwait::SharedCells::new(2).expect("a shared mapping");
+    let cells: &'static mwait::SharedCells = Box::leak(Box::new(cells));
+    let (cell, stage) = (&cells[0], &cells[1]);
+    for entry in [
+        SharedEntry::Blocking,
+        SharedEntry::Deadline,
+        SharedEntry::WaitAny,
+        SharedEntry::Async,
+    ] {
+        cell.store(0);
+        stage.store(0);
+        let notifier = thread::spawn(move || {
+            // The child says when it is about to wait (or has been refused).
+            let _ = stage.wait_until_timeout(|v| v != 0, support::HANG_LIMIT);
+            thread::sleep(Duration::from_millis(20));
+            cell.store(1);
+            cell.swap(1);
+            cell.as_atomic().store(1, Ordering::SeqCst);
+            cell.notify_all();
+            cell.fetch_add(0);
+        });
+        let code = fork_and_wait(support::HANG_LIMIT, move || {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let r = catch_unwind(AssertUnwindSafe(|| match entry {
+                SharedEntry::Blocking => {
+                    stage.store(1);
+                    i32::from(cell.wait_until(|v| v == 1) != 1)
+                }
+                SharedEntry::Deadline => {
+                    stage.store(1);
+                    match cell.wait_until_deadline(|v| v == 1, deadline) {
+                        WaitResult::Ready(1) => 0,
+                        _ => 1,
+                    }
+                }
+                SharedEntry::WaitAny => {
+                    let m = [mwait::atomic::Member::cell(cell, 0)];
+                    let _ = mwait::atomic::wait_any(&m, Some(deadline));
+                    NEVER_WOKEN
+                }
+                SharedEntry::Async => {
+                    let (_, waker) = counting_waker();
+                    let mut fut = cell.wait_until_async(|v| v == 1);
+                    let _ = poll_with(&mut fut, &waker);
+                    NEVER_WOKEN
+                }
+            }));
+            let untouched = cell.armed_async_waiters() == 0 && cell.parked_waiters() == 0;
+            stage.store(1);
+            match r {
+                Ok(code) => code,
+                Err(e) if panic_text(&*e).contains("process-shared") && untouched => CLEAR_PANIC,
+                Err(_) => OTHER_PANIC,
+            }
+        });
+        notifier.join().expect("the notifier survives");
+        let want = match entry {
+            SharedEntry::Blocking | SharedEntry::Deadline => WOKEN,
+            SharedEntry::WaitAny | SharedEntry::Async => CLEAR_PANIC,
+        };
+        assert_eq!(
+            code,
+            Some(want),
+            "{entry:?}: the child ended with {code:?} (0 woken, 10 clear panic, \
+             11 never woken, 12 other panic, None hung or signal)"
+        );
+        // The parent's notifies after the child ended: still no fault.
+        cell.store(2);
+        cell.notify_all();
+    }
+}
+
+// A predicate that forks inside the park: the child goes on as the waiter,
+// counted under the parent's fork tag. A store in the child must wake it (it once
+// slept to its deadline, the child's notify having dropped the parent's count), and
+// its withdrawal must not underflow the count (it read 262143 parked waiters).
+#[test]
+fn a_predicate_that_forks_inside_the_park_leaves_a_waiter_that_wakes() {
+    if !in_child("a_predicate_that_forks_inside_the_park_leaves_a_waiter_that_wakes") {
+        return;
+    }
+    mwait::prepare();
+    static CELL: WaitCell = WaitCell::with_policy(0, PARK_AT_ONCE);
+    static FORKED: AtomicBool = AtomicBool::new(false);
+    static CHILD: AtomicU32 = AtomicU32::new(0);
+    let waited = Instant::now();
+    let v = CELL.wait_until_timeout(
+        |v| {
+            // The re-check inside the park: the announcement stands.
+            if v == 0 && CELL.parked_waiters() == 1 && !FORKED.swap(true, Ordering::SeqCst) {
+                // SAFETY: this process has no other thread (the harness's child
+                // runs this test alone; the calls below run in the child only after
+                // fork returns 0, and spawn a thread there, as a fresh process may).
+                let pid = unsafe { libc::fork() };
+                assert!(pid >= 0);
+                if pid == 0 {
+                    CHILD.store(1, Ordering::SeqCst);
+                    thread::spawn(|| {
+                        thread::sleep(Duration::from_millis(50));
+                        CELL.store(1);
+                    });
+                } else {
+                    CHILD.store(pid as u32, Ordering::SeqCst);
+                    // The parent goes on waiting: its own store ends it.
+                    CELL.store(1);
+                }
+            }
+            v == 1
+        },
+        Duration::from_secs(10),
+    );
+    let in_child = CHILD.load(Ordering::SeqCst) == 1;
+    let took = waited.elapsed();
+    let parked = CELL.parked_waiters();
+    if in_child {
+        let ok = v == WaitResult::Ready(1) && took < Duration::from_secs(5) && parked == 0;
+        if !ok {
+            eprintln!("child: {v:?} after {took:?}, {parked} parked");
+        }
+        // SAFETY: leaves the forked child without running the harness's exit path.
+        unsafe { libc::_exit(i32::from(!ok)) };
+    }
+    assert_eq!(v, WaitResult::Ready(1));
+    assert_eq!(parked, 0);
+    let pid = CHILD.load(Ordering::SeqCst) as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: `pid` is our child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the forked waiter: wait status {status:#x}"
+    );
+}
+
+static AFFINITY_CALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn note_affinity_call(_: libc::c_int) {
+    AFFINITY_CALLED.store(true, Ordering::SeqCst);
+}
+
+/// Restricts the calling thread to `cpus` (`sched_setaffinity`).
+fn set_cpus(cpus: &[usize]) {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set; CPU_SET stays within it for
+    // CPU numbers below CPU_SETSIZE; sched_setaffinity reads `size` bytes of it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+            libc::CPU_SET(c, &mut set);
+        }
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        assert_eq!(libc::sched_setaffinity(0, size, &set), 0);
+    }
+}
+
+// The default policy never changes its caller's affinity: a pair of threads
+// that the scheduler put on one CPU ping-pongs 2000 times, each thread under a
+// seccomp filter that traps `sched_setaffinity` once the test's own set-up is done.
+// (The library once narrowed and restored the mask of such a thread at every
+// hand-off, 18 calls in a plain producer/consumer under `strace -f -c`.) The opt-in
+// (`WaitPolicy::move_apart`) is tested in the crate's `ladder/apart.rs`.
+#[test]
+fn the_default_policy_never_calls_sched_setaffinity() {
+    if !in_child("the_default_policy_never_calls_sched_setaffinity") {
+        return;
+    }
+    let all: Vec<usize> =
+        (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
+    // SAFETY: sched_getcpu takes no arguments.
+    let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).unwrap_or(0);
+    // SAFETY: installs a handler that only stores to an atomic.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = note_affinity_call as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        assert_eq!(libc::sigaction(libc::SIGSYS, &sa, std::ptr::null_mut()), 0);
+    }
+    mwait::prepare();
+    const ROUNDS: u32 = 2_000;
+    let cells: &'static [WaitCell; 2] = Box::leak(Box::new([WaitCell::new(0), WaitCell::new(0)]));
+    let ready = Arc::new(std::sync::Barrier::new(2));
+    let side = |first: bool| {
+        let all = all.clone();
+        let ready = ready.clone();
+        thread::spawn(move || {
+            // Start together on one CPU, then give the mask back: the scheduler
+            // tends to leave such a pair where it is.
+            set_cpus(&[cpu]);
+            ready.wait();
+            set_cpus(&all);
+            install_seccomp(libc::SYS_sched_setaffinity, None, libc::SECCOMP_RET_TRAP);
+            for i in 1..=ROUNDS {
+                if first {
+                    cells[0].store(i);
+                    cells[1].wait_until(|v| v == i);
+                } else {
+                    cells[0].wait_until(|v| v == i);
+                    cells[1].store(i);
+                }
+            }
+        })
+    };
+    let a = side(true);
+    let b = side(false);
+    a.join().unwrap();
+    b.join().unwrap();
+    assert!(
+        !AFFINITY_CALLED.load(Ordering::SeqCst),
+        "the library called sched_setaffinity on its caller's thread"
+    );
+}

@@ -6,7 +6,7 @@
 //! CPUID dump (`examples/cpuid_dump.rs`), the probe (which prints its own Markdown
 //! sections), the instruction probe (`benches/c/insn_probe.c`, built with the
 //! system's `cc`), the `hw_tiers` suite, and the quick benchmark
-//! (`cargo xtask bench --quick`, whose `report.md` it includes). It reads no output
+//! (`cargo xtask bench --quick`, whose `target/mwait-bench/report.md` it includes). It reads no output
 //! back to decide anything except through exit statuses: each hardware tier is
 //! asked for with `MWAIT_BACKEND=<tier>`, which the crate refuses where the machine
 //! does not offer the tier (nothing is forced), and the suite's selection test

@@ -1,5 +1,5 @@
 //! The `atomic` section: waits on bare atomics (`mwait::atomic`, the
-//! `mwait-atomic` mechanism) against their peers, and its targets (issue 22):
+//! `mwait-atomic` mechanism) against their peers, and its targets:
 //!
 //! - a store and wake of an unwaited word: ≤ 5 ns, and ≥ 45x cheaper than
 //!   atomic-wait's store and `wake_one`;

@@ -302,7 +302,7 @@ fn targets(runs: &ColdRuns) -> Vec<Target> {
         let first_ratios = runs.series(s, "waitcell", "first_vs_pause");
         t.push(if s == Scenario::Unpinned {
             // Where the scheduler puts two unpinned threads differs from process
-            // to process: judged in each one (issue 24: 9 of 10).
+            // to process: judged in each one (at least 9 of 10 must hold).
             per_process_target(&first, &first_ratios, Bound::AtMost(2.0), UNPINNED_SHARE)
         } else {
             in_process_target(&first, &first_ratios, Bound::AtMost(2.0))

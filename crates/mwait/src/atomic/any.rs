@@ -125,7 +125,11 @@ impl<'a> Member<'a> {
 ///
 /// # Panics
 ///
-/// If `members` is empty and there is no deadline (nothing could end the wait).
+/// If `members` is empty and there is no deadline (nothing could end the wait), or if
+/// a member is a process-shared cell ([`WaitCell::new_shared`]): this wait announces
+/// itself to a cell's notifiers with a waker of this process's, which a notifier in
+/// another process cannot call. Nothing is written to any member before the panic.
+/// Wait on a shared cell with its own blocking `wait_*` methods.
 ///
 /// # Examples
 ///
@@ -150,6 +154,17 @@ pub fn wait_any(members: &[Member<'_>], deadline: Option<Instant>) -> Option<(us
         !members.is_empty() || deadline.is_some(),
         "mwait: wait_any on no words and without a deadline would never return"
     );
+    if let Some(i) = members
+        .iter()
+        .position(|m| matches!(m.source, Source::Cell(c) if c.is_shared()))
+    {
+        panic!(
+            "mwait: wait_any member {i} is a process-shared cell (WaitCell::new_shared): \
+             wait_any reaches a cell's notifiers through a waker of this process, which \
+             another process cannot call; wait on a shared cell with its blocking wait_* \
+             methods"
+        );
+    }
     let set = Set { members };
     let deadline_ns = deadline.map(clock::instant_to_ns);
     let first = members
@@ -252,14 +267,29 @@ impl<'s, 'a: 's> Word<'s> for AnyWord<'s, 'a> {
                     queued.push((i, bucket(addr).announce(addr, &bell))); // (3)
                 }
                 Source::Cell(c) => {
-                    let mut a = Armed { cell: c, key: None };
+                    let mut a = Armed {
+                        cell: c,
+                        key: None,
+                        barrier: false,
+                    };
                     let w = c.waiter();
-                    w.line.arm_async(w.sleepers, &mut a.key, &waker); // (3)
+                    a.barrier = w
+                        .line
+                        .arm_async_without_barrier(w.sleepers, &mut a.key, &waker); // (3)
                     armed.push(a);
                 }
             }
         }
-        park::waiter_barrier();
+        // One barrier for every announcement: a bare word's always needs one (the
+        // table keeps no sticky bit); a cell's only where its own park would run one.
+        if !queued.is_empty() || armed.iter().any(|a| a.barrier) {
+            park::waiter_barrier();
+            for a in armed.iter().filter(|a| a.barrier) {
+                let w = a.cell.waiter();
+                w.line
+                    .fenced_by_caller(w.sleepers, a.key.expect("arm allocates a slot"));
+            }
+        }
         loom_sc_fence();
         let v = self.set.load_acquire(); // (4)
         if pred(v) {
@@ -298,6 +328,9 @@ impl Wake for Bell {
 struct Armed<'c> {
     cell: &'c WaitCell,
     key: Option<usize>,
+    /// Whether the cell needs the waiter's barrier (see
+    /// `MonitorLine::arm_async_without_barrier`).
+    barrier: bool,
 }
 
 impl Drop for Armed<'_> {

@@ -55,7 +55,7 @@
 //!       mark their bells; unlock; wake
 //! ```
 //!
-//! Where the notifier takes the light path (`sys::park::begin_light_store`: the
+//! Where the notifier takes the light path (`sys::park::begin_light_check`: the
 //! process registered for `membarrier`), the waiter's barrier is a `membarrier`, and
 //! every CPU running a notifier executes a full barrier inside it: a notifier whose
 //! (1)/(2) pair the barrier point follows has (1) visible to (4); one whose pair it

@@ -52,14 +52,14 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    #[cfg(not(loom))]
+    #[cfg(not(mwait_loom))]
     const fn new() -> Table {
         Table {
             buckets: [const { Bucket::new() }; BUCKETS],
         }
     }
 
-    #[cfg(loom)]
+    #[cfg(mwait_loom)]
     fn new() -> Table {
         Table {
             buckets: core::array::from_fn(|_| Bucket::new()),
@@ -69,9 +69,9 @@ impl Table {
 
 // The table lives as long as the process (a fresh one per execution of the loom
 // model, whose objects cannot outlive an execution).
-#[cfg(not(loom))]
+#[cfg(not(mwait_loom))]
 static TABLE: Table = Table::new();
-#[cfg(loom)]
+#[cfg(mwait_loom)]
 loom::lazy_static! {
     static ref TABLE: Table = Table::new();
 }
@@ -244,7 +244,7 @@ impl Bucket {
     /// the announcement word when no waiter of `addr` is announced in the bucket.
     #[inline(always)]
     pub(crate) fn wake(&self, addr: usize, n: u32) -> usize {
-        let a = if park::begin_light_store(&self.announced) {
+        let a = if park::begin_light_check() {
             // The asymmetric barrier: every waiter that announces itself runs the
             // waiter barrier (membarrier) after its announcement.
             park::light_fence();

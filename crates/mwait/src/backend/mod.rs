@@ -9,7 +9,7 @@
 //! 3. **park**: sleep in the kernel until a notifier wakes us (`protocol.rs` announces
 //!    the sleeper, `sys::park` sleeps).
 //!
-//! `selftest.rs` checks, once per process, that a hardware tier behaves like a monitor
+//! `selftest/` checks, once per process, that a hardware tier behaves like a monitor
 //! before it is used; `sim.rs` (tests only) simulates monitors to test it against.
 //!
 //! A hardware tier implements [`HardwareWait`]: *one episode* of waiting, which may end
@@ -29,7 +29,7 @@ pub(crate) mod kind;
 pub(crate) mod model;
 pub(crate) mod mwaitx;
 pub(crate) mod selftest;
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(mwait_loom)))]
 pub(crate) mod sim;
 pub(crate) mod spin;
 pub(crate) mod umwait;

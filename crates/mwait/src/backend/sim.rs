@@ -1,5 +1,5 @@
 //! Simulated monitors: test-only [`HardwareWait`]s that model the hardware we cannot
-//! reach, so that the self-test (`selftest.rs`) and, through `HardwareWait`, the tier
+//! reach, so that the self-test (`selftest/`) and, through `HardwareWait`, the tier
 //! ladder can be tested against each kind of monitor on any machine.
 //!
 //! - [`SimMonitor::real`]: a real monitor. It wakes a set latency after the armed

@@ -43,6 +43,7 @@ fn policy(hw_ns: u64) -> Resolved {
         adaptive: false,
         cstate: CState::C0_1,
         handoff: true,
+        apart: false,
     }
 }
 

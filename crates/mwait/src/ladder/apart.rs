@@ -81,12 +81,17 @@ pub(crate) fn leave_cpu(cpu: u32) -> bool {
     let Some(mask) = sys::ThreadCpus::of_this_thread().filter(|m| m.count() > 1) else {
         return false;
     };
+    let narrowed = mask.without(cpu as usize);
     if !mask.move_off(cpu as usize) {
         return false;
     }
-    // Should the kernel refuse the mask as it was (the cpuset changed meanwhile), the
-    // thread keeps the narrower one, a subset of the one it had.
-    let _restored = mask.apply();
+    // Put the mask back only if it is still ours: a `sched_setaffinity` that another
+    // thread made on this one in between stands. Should the kernel refuse the mask as
+    // it was (the cpuset changed meanwhile), the thread keeps the narrower one, a
+    // subset of the one it had.
+    if narrowed.is_this_thread_s() {
+        let _restored = mask.apply();
+    }
     sys::current_cpu() != cpu
 }
 
@@ -109,7 +114,12 @@ mod tests {
     /// one CPU, then `apart` more with their masks as they were. Returns, per round
     /// trip of the second part, whether the two threads ran on one CPU.
     fn ping_pong_from_one_cpu(together: u32, apart: u32) -> Vec<bool> {
-        let cells = Arc::new([WaitCell::new(0), WaitCell::new(0), WaitCell::new(0)]);
+        let opt_in = crate::WaitPolicy::new().move_apart(true);
+        let cells = Arc::new([
+            WaitCell::with_policy(0, opt_in),
+            WaitCell::with_policy(0, opt_in),
+            WaitCell::with_policy(0, opt_in),
+        ]);
         let cpu = sys::current_cpu();
         let n = together + apart;
         let side = |timer: bool| {
@@ -166,6 +176,32 @@ mod tests {
             "{together} of the last {} round trips on one CPU",
             last.len()
         );
+    }
+
+    /// The restore after a move puts the mask back only while it is still the
+    /// narrowed one: a mask that another thread set on this one in between stands.
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri has no affinity masks")]
+    fn a_mask_set_by_another_thread_in_between_is_not_overwritten() {
+        let Some(mask) = sys::ThreadCpus::of_this_thread().filter(|m| m.count() >= 2) else {
+            return;
+        };
+        let cpu = sys::current_cpu() as usize;
+        std::thread::spawn(move || {
+            let narrowed = mask.without(cpu);
+            assert!(mask.move_off(cpu));
+            assert!(narrowed.is_this_thread_s(), "the narrowed mask is ours");
+            // Another thread's setting (here: this thread's own, standing in for it).
+            let theirs = mask.without((cpu + 1) % 2);
+            assert!(theirs.apply());
+            assert!(
+                !narrowed.is_this_thread_s(),
+                "another mask is not ours to restore"
+            );
+            assert!(theirs.is_this_thread_s());
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

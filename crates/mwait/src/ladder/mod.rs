@@ -170,9 +170,10 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
             Woke::Nobody => false,
             Woke::Partner => true,
             // This thread woke its partner on its own CPU and now waits, for the
-            // partner's answer most likely: it leaves the CPU where another is
-            // free, and then the answer is a hand-off.
-            Woke::Beside(cpu) => apart::leave_cpu(cpu),
+            // partner's answer most likely: where the policy lets it, it leaves the
+            // CPU where another is free, and then the answer is a hand-off; else
+            // the partner cannot answer while this thread holds the CPU.
+            Woke::Beside(cpu) => pol.apart && apart::leave_cpu(cpu),
         };
         let notified = adapt::take_notified();
         // A cell whose last spin caught the change, and a wait that just woke the
@@ -506,5 +507,6 @@ fn no_park_round<'a, W: Word<'a>>(
     hit
 }
 
-#[cfg(test)]
+// The simulated monitor is not in the loom build.
+#[cfg(all(test, not(mwait_loom)))]
 mod tests;

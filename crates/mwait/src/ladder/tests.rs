@@ -18,6 +18,7 @@ fn policy(spin_ns: u64, hw_ns: u64, adaptive: bool) -> Resolved {
         adaptive,
         cstate: CState::C0_1,
         handoff: true,
+        apart: false,
     }
 }
 

@@ -3,11 +3,17 @@
 //! spin hint and constants, and `loom.rs`, loom's, so that the model checker sees
 //! every access. Each world provides the same items; nothing else in the crate
 //! names loom.
+//!
+//! The switch is the crate's own `cfg(mwait_loom)` (as crossbeam has
+//! `crossbeam_loom`), not the global `cfg(loom)`: a user crate that loom-tests its
+//! own code with `--cfg loom` gets the real mwait, whose constructors stay `const fn`
+//! (a `static` `WaitCell` compiles). The models run with
+//! `RUSTFLAGS="--cfg mwait_loom" cargo test -p mwait --release --test loom`.
 
-#[cfg(not(loom))]
+#[cfg(not(mwait_loom))]
 #[path = "std.rs"]
 mod world;
-#[cfg(loom)]
+#[cfg(mwait_loom)]
 #[path = "loom.rs"]
 mod world;
 

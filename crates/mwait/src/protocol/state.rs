@@ -51,12 +51,24 @@ pub(super) const fn announced(state: u32, tag: u32) -> u32 {
     }
 }
 
-/// A parked waiter's withdrawal: one less in the count, and no tag once it is 0.
-pub(super) const fn withdrawn(state: u32) -> u32 {
+/// Whether an announcement under `tag` on `state` drops a count that an ancestor
+/// process left (see [`announced`]).
+pub(super) const fn replaces_foreign_count(state: u32, tag: u32) -> bool {
+    state & PARKED_MASK != 0 && state & EPOCH_MASK != tag
+}
+
+/// The withdrawal of a parked waiter that announced itself under `tag`: one less in
+/// the count, and no tag once it is 0; `None` (nothing to change) when the count is
+/// not this waiter's to take from: it is 0, or it stands under another tag (its own
+/// was dropped, by a notifier or an announcement in a child of `fork()`).
+pub(super) const fn withdrawn(state: u32, tag: u32) -> Option<u32> {
+    if state & PARKED_MASK == 0 || state & EPOCH_MASK != tag {
+        return None;
+    }
     let state = state - 1;
-    if state & PARKED_MASK == 0 {
+    Some(if state & PARKED_MASK == 0 {
         state & !EPOCH_MASK
     } else {
         state
-    }
+    })
 }

@@ -145,8 +145,8 @@ fn a_count_of_this_process_is_kept_and_the_tag_goes_with_the_last_waiter() {
     let tag = epoch_tag(&s);
     assert_eq!(announced(0, tag), tag | 1);
     assert_eq!(announced(tag | 1, tag), tag | 2);
-    assert_eq!(withdrawn(tag | 2), tag | 1);
-    assert_eq!(withdrawn(FENCED | tag | 1), FENCED);
+    assert_eq!(withdrawn(tag | 2, tag), Some(tag | 1));
+    assert_eq!(withdrawn(FENCED | tag | 1, tag), Some(FENCED));
     // A process-shared cell's counts carry no tag.
     assert_eq!(epoch_tag(&Sleepers::new(true, false)), 0);
 }
@@ -172,4 +172,79 @@ fn a_park_on_a_parker_cell_leaves_no_fenced_bit() {
         };
         assert_eq!(line.state.load(Ordering::Relaxed), idle);
     }
+}
+
+/// A waiter counted under a tag that is no longer its process's (it forked inside
+/// its park) never takes from another tag's count, nor from a count of 0: on a zero
+/// state its withdrawal once underflowed into 262143 parked waiters with
+/// `SHARED_SLOW` and `ASYNC_REGISTERED` set.
+#[test]
+fn a_withdrawal_takes_only_from_its_own_tag_s_count() {
+    let s = Sleepers::new(false, false);
+    let tag = epoch_tag(&s);
+    let other = other_tag(&s);
+    assert_eq!(withdrawn(0, other), None, "no count: nothing to take");
+    assert_eq!(withdrawn(FENCED, tag), None);
+    assert_eq!(withdrawn(tag | 2, other), None, "another tag's count");
+    assert_eq!(withdrawn(other | 1, other), Some(0));
+    // Through the guard, as a forked waiter's park ends.
+    let (line, _) = cell();
+    line.state.store(tag | 1, Ordering::Relaxed);
+    drop(Announced {
+        line: &line,
+        tag: other,
+    });
+    assert_eq!(line.state.load(Ordering::Relaxed), tag | 1, "kept");
+    line.state.store(0, Ordering::Relaxed);
+    drop(Announced {
+        line: &line,
+        tag: other,
+    });
+    assert_eq!(line.state.load(Ordering::Relaxed), 0, "no underflow");
+    assert_eq!(line.parked(), 0);
+}
+
+#[test]
+fn an_announcement_that_replaces_a_foreign_count_is_told() {
+    let s = Sleepers::new(false, false);
+    let (tag, other) = (epoch_tag(&s), other_tag(&s));
+    assert!(replaces_foreign_count(other | 3, tag));
+    assert!(!replaces_foreign_count(tag | 3, tag));
+    assert!(!replaces_foreign_count(FENCED, tag), "no count");
+}
+
+/// A process-shared cell's park runs no barrier and leaves no `FENCED` behind: its
+/// notifiers fence anyway (`SHARED_SLOW`). With the bit left set, every exchange and
+/// `notify_*` on the cell took the slow path for good, since the run of idle notifies
+/// that clears it never matched a state that also holds `SHARED_SLOW`.
+#[test]
+fn a_park_on_a_shared_cell_leaves_no_fenced_bit() {
+    let line = MonitorLine::new(0, true);
+    let s = Sleepers::new(true, false);
+    assert_eq!(line.park(&s, &mut |_| true, None), Ok(0));
+    assert_eq!(line.state.load(Ordering::Relaxed), SHARED_SLOW);
+    for n in 1..=2 * FENCED_IDLE_NOTIFIES {
+        line.value.swap(n, Ordering::SeqCst);
+        line.notify(&s, park::ALL, &Quiet);
+        line.store(&s, n, &Quiet);
+        assert_eq!(line.state.load(Ordering::Relaxed), SHARED_SLOW);
+    }
+}
+
+/// An async bit on a process-shared cell can only come from another process (its
+/// entries refuse async waits): a notify never looks at the registry then, whose
+/// wakers would point into that process's memory.
+#[test]
+fn a_notify_of_a_shared_cell_leaves_the_registry_alone() {
+    let line = MonitorLine::new(0, true);
+    let s = Sleepers::new(true, false);
+    line.state
+        .store(SHARED_SLOW | ASYNC_REGISTERED, Ordering::Relaxed);
+    line.store(&s, 1, &Quiet);
+    line.notify(&s, park::ALL, &Quiet);
+    assert_eq!(
+        line.state.load(Ordering::Relaxed),
+        SHARED_SLOW | ASYNC_REGISTERED,
+        "the registry's bookkeeping did not run"
+    );
 }

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 /// Nanoseconds on the monotonic clock.
-#[cfg(all(not(loom), unix))]
+#[cfg(all(not(mwait_loom), unix))]
 #[inline]
 pub(crate) fn now_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -29,7 +29,7 @@ pub(crate) fn now_ns() -> u64 {
 /// nothing outside this process sees these readings: every deadline is converted
 /// into them by [`after`] or [`instant_to_ns`] and compared with them again, and each
 /// park tier turns one into a relative timeout against a fresh reading.
-#[cfg(all(not(loom), not(unix)))]
+#[cfg(all(not(mwait_loom), not(unix)))]
 #[inline]
 pub(crate) fn now_ns() -> u64 {
     use std::sync::OnceLock;
@@ -38,7 +38,7 @@ pub(crate) fn now_ns() -> u64 {
 }
 
 /// Model time (see `loom.rs`).
-#[cfg(loom)]
+#[cfg(mwait_loom)]
 pub(crate) use super::platform::now_ns;
 
 /// `now + d`, saturating.
@@ -68,7 +68,7 @@ pub(crate) fn instant_to_ns(deadline: Instant) -> u64 {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(mwait_loom)))]
 mod tests {
     use super::*;
 

@@ -18,7 +18,7 @@ pub(crate) enum Parked {
 /// which answers true only for the capabilities that `Capabilities::detect` found
 /// (a caller's edited or recorded copy proves nothing).
 // Only the real tokens of `x86_64.rs` read it.
-#[cfg_attr(not(all(target_arch = "x86_64", not(loom))), allow(dead_code))]
+#[cfg_attr(not(all(target_arch = "x86_64", not(mwait_loom))), allow(dead_code))]
 pub(crate) trait CpuidWaits {
     /// CPUID.7.0:ECX\[5\] WAITPKG.
     fn waitpkg(&self) -> bool;
@@ -29,7 +29,7 @@ pub(crate) trait CpuidWaits {
 /// Why one `/dev/mwait` wait returned.
 // Only `dev_mwait.rs` makes these; elsewhere the kernel tier cannot run.
 #[cfg_attr(
-    not(all(target_os = "linux", target_arch = "x86_64", not(loom))),
+    not(all(target_os = "linux", target_arch = "x86_64", not(mwait_loom))),
     allow(dead_code)
 )]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -13,7 +13,7 @@ pub(crate) const WAIT_STATS: bool = !cfg!(mwait_no_stats);
 /// What is counted.
 // Only Linux calls membarrier, and only Linux on x86-64 /dev/mwait.
 #[cfg_attr(
-    not(all(target_os = "linux", target_arch = "x86_64", not(loom))),
+    not(all(target_os = "linux", target_arch = "x86_64", not(mwait_loom))),
     allow(dead_code)
 )]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

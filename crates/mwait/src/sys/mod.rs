@@ -32,13 +32,13 @@ pub(crate) use contract::{CpuidWaits, ShimWake};
 
 pub(crate) mod clock;
 // The cgroup and CPU-list parsers; only the Linux platform reads those files.
-#[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
+#[cfg_attr(not(all(target_os = "linux", not(mwait_loom))), allow(dead_code))]
 #[path = "os/cpus.rs"]
 mod cpus;
 pub(crate) mod host;
 pub(crate) mod settings;
 // The loom model counts nothing.
-#[cfg_attr(loom, allow(dead_code))]
+#[cfg_attr(mwait_loom, allow(dead_code))]
 pub(crate) mod counters;
 // Each platform takes the parts it lacks (Windows has a barrier of its own, the loom
 // model a queue, Linux only the queue): the rest go unused.
@@ -46,16 +46,16 @@ pub(crate) mod counters;
 #[path = "os/plain.rs"]
 mod plain;
 
-#[cfg(all(target_os = "linux", not(loom)))]
+#[cfg(all(target_os = "linux", not(mwait_loom)))]
 #[path = "os/linux.rs"]
 mod platform;
-#[cfg(all(windows, not(loom)))]
+#[cfg(all(windows, not(mwait_loom)))]
 #[path = "os/windows.rs"]
 mod platform;
-#[cfg(all(target_os = "macos", not(loom)))]
+#[cfg(all(target_os = "macos", not(mwait_loom)))]
 #[path = "os/macos.rs"]
 mod platform;
-#[cfg(all(target_os = "freebsd", not(loom)))]
+#[cfg(all(target_os = "freebsd", not(mwait_loom)))]
 #[path = "os/freebsd.rs"]
 mod platform;
 #[cfg(not(any(
@@ -63,17 +63,17 @@ mod platform;
     windows,
     target_os = "macos",
     target_os = "freebsd",
-    loom
+    mwait_loom
 )))]
 #[path = "os/table.rs"]
 mod platform;
-#[cfg(loom)]
+#[cfg(mwait_loom)]
 #[path = "os/loom.rs"]
 mod platform;
 
 // The fallback table runs its unit tests on Linux too, where they can be executed;
 // there it is not the platform, so the items it provides as one go unused.
-#[cfg(all(test, target_os = "linux", not(loom)))]
+#[cfg(all(test, target_os = "linux", not(mwait_loom)))]
 #[allow(dead_code, unused_imports)]
 #[path = "os/table.rs"]
 mod table;
@@ -81,34 +81,38 @@ mod table;
 #[cfg(target_arch = "x86_64")]
 #[path = "x86/cpuid.rs"]
 pub(crate) mod cpuid;
-#[cfg(all(target_arch = "x86_64", not(loom)))]
+#[cfg(all(target_arch = "x86_64", not(mwait_loom)))]
 #[path = "x86/tsc.rs"]
 pub(crate) mod tsc;
-#[cfg(all(target_arch = "x86_64", not(loom)))]
+#[cfg(all(target_arch = "x86_64", not(mwait_loom)))]
 #[path = "x86/x86_64.rs"]
 pub(crate) mod x86;
-#[cfg(not(all(target_arch = "x86_64", not(loom))))]
+#[cfg(not(all(target_arch = "x86_64", not(mwait_loom))))]
 #[path = "x86/none.rs"]
 pub(crate) mod x86;
 
-#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(mwait_loom)))]
 #[path = "x86/dev_mwait.rs"]
 pub(crate) mod dev_mwait;
-#[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(loom))))]
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(mwait_loom))))]
 #[path = "x86/no_dev_mwait.rs"]
 pub(crate) mod dev_mwait;
 
-#[cfg(not(loom))]
+// Process-shared memory for `SharedCells` (Unix only: `mmap`).
+#[cfg(all(unix, not(mwait_loom)))]
+pub(crate) mod shared_map;
+
+#[cfg(not(mwait_loom))]
 pub(crate) use no_model::{model_hardware, ModelHardware};
 /// The failures unit tests inject into system calls (Linux's membarrier and futex).
-#[cfg(all(test, target_os = "linux", not(loom)))]
+#[cfg(all(test, target_os = "linux", not(mwait_loom)))]
 pub(crate) use platform::inject;
 pub(crate) use platform::{current_cpu, running_threads, usable_cpus, ThreadCpus};
-#[cfg(loom)]
+#[cfg(mwait_loom)]
 pub(crate) use platform::{model_hardware, ModelHardware};
 
 /// Outside the loom model there is no simulated hardware tier: its type is empty.
-#[cfg(not(loom))]
+#[cfg(not(mwait_loom))]
 mod no_model {
     /// The simulated monitor, which only the loom model has.
     #[derive(Copy, Clone, Debug)]
@@ -169,14 +173,17 @@ pub(crate) mod park {
     //!   process executes a full barrier before it returns). Where it says yes it may
     //!   also prepare the line for the store (a PREFETCHW on Linux x86-64), which orders
     //!   nothing.
+    //! - [`begin_light_check`]: the same answer, for a notifier that only reads the
+    //!   line it looks at (the waiter table's announcement word, after the caller's
+    //!   own store elsewhere): no preparation of the line.
     //! - [`light_fence`]: between the light notifier's store and its load of the sleeper
     //!   count: a compiler barrier ([`end_light_store`] after the load: nothing). The
     //!   loom model puts its barrier's interrupt points at these three calls.
 
     pub(crate) use super::contract::Parked;
     pub(crate) use super::platform::{
-        begin_light_store, end_light_store, fork_generation, light_fence, prepare, wait,
-        waiter_barrier, wake, Queue,
+        begin_light_check, begin_light_store, end_light_store, fork_generation, light_fence,
+        prepare, wait, waiter_barrier, wake, Queue,
     };
 
     /// `wake`'s `n` for "every sleeper".

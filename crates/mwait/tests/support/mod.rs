@@ -205,7 +205,7 @@ pub fn run_child(name: &str) -> ChildOutcome {
 /// `loom::model` with a preemption bound of 3 unless `LOOM_MAX_PREEMPTIONS` says
 /// otherwise: three preemptions cover every two-sided race here, and unbounded the
 /// two-waiter models run for hours.
-#[cfg(loom)]
+#[cfg(mwait_loom)]
 pub fn model<F: Fn() + Sync + Send + 'static>(f: F) {
     let mut b = loom::model::Builder::new();
     if b.preemption_bound.is_none() {

@@ -79,7 +79,8 @@
 
 mod checks;
 mod helper;
-#[cfg(test)]
+// The simulated monitor is not in the loom build.
+#[cfg(all(test, not(mwait_loom)))]
 mod tests;
 
 use super::{Backend, HardwareWait};

@@ -22,8 +22,8 @@ use core::ffi::c_void;
 // nothing the ladder reads about CPUs or load, and nothing to keep beside the word:
 // the kernel keys its waiters by address.
 pub(crate) use super::plain::{
-    begin_light_store, current_cpu, end_light_store, fork_generation, light_fence, prepare,
-    running_threads, usable_cpus, waiter_barrier, Queue, ThreadCpus,
+    begin_light_check, begin_light_store, current_cpu, end_light_store, fork_generation,
+    light_fence, prepare, running_threads, usable_cpus, waiter_barrier, Queue, ThreadCpus,
 };
 
 const NS_PER_S: u64 = 1_000_000_000;

@@ -36,13 +36,13 @@ pub(crate) fn wait(
     deadline_ns: Option<u64>,
     shared: bool,
 ) -> Parked {
-    // Without a working barrier, sleep in slices (see `BARRIER_LOST`): a slice that
+    // Without any process-wide barrier, sleep in slices (see `SLICED`): a slice that
     // ends before the caller's deadline is reported as a wake-up, and the caller
     // re-checks.
-    let (deadline_ns, sliced) = match BARRIER_LOST.load(Ordering::Relaxed) {
+    let (deadline_ns, sliced) = match SLICED.load(Ordering::Relaxed) {
         false => (deadline_ns, false),
         true => {
-            let slice_end = super::clock::now_ns().saturating_add(BARRIER_LOST_SLICE_NS);
+            let slice_end = super::clock::now_ns().saturating_add(SLICE_NS);
             match deadline_ns {
                 Some(d) if d <= slice_end => (Some(d), false),
                 _ => (Some(slice_end), true),
@@ -184,6 +184,13 @@ pub(crate) fn begin_light_store(word: &AtomicU32) -> bool {
     }
 }
 
+/// See the contract in [`super::park`]: one load of the mode, nothing else (the
+/// line looked at is only read).
+#[inline(always)]
+pub(crate) fn begin_light_check() -> bool {
+    NOTIFY_MODE.load(Ordering::Relaxed) != NOTIFY_FENCED
+}
+
 /// `membarrier(PRIVATE_EXPEDITED)` where this process could register for it (then
 /// notifiers use the light path), else a `SeqCst` fence (then they never do). The
 /// first call registers; every waiter blocks on that one-time registration, so no
@@ -191,10 +198,15 @@ pub(crate) fn begin_light_store(word: &AtomicU32) -> bool {
 ///
 /// Where the call fails after registration and registering again does not help (a
 /// seccomp filter installed since, say, in a child after `fork()`), the process falls
-/// back to the fenced notify for good (see [`fall_back_to_fenced_notifies`]).
+/// back to the fenced notify for good, and its waiters to the TLB-shootdown barrier
+/// (see [`fall_back_to_fenced_notifies`]).
 pub(crate) fn waiter_barrier() {
-    if !registered() || BARRIER_LOST.load(Ordering::Relaxed) {
+    if !registered() {
         fence(Ordering::SeqCst);
+        return;
+    }
+    if BARRIER_LOST.load(Ordering::Relaxed) {
+        lost_barrier();
         return;
     }
     if membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 {
@@ -204,32 +216,117 @@ pub(crate) fn waiter_barrier() {
             && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
         if !again {
             fall_back_to_fenced_notifies();
+            lost_barrier();
         }
     }
 }
 
 /// Set once `membarrier` has failed after registration: from then on notifiers fence
-/// ([`NOTIFY_FENCED`]), waiters fence, and every park sleeps in slices of at most
-/// [`BARRIER_LOST_SLICE_NS`].
+/// ([`NOTIFY_FENCED`]) and waiters run [`shootdown_barrier`].
 static BARRIER_LOST: AtomicBool = AtomicBool::new(false);
 
-/// The longest sleep of a park once the barrier is lost: what a light notify that was
-/// under way at the switch can delay a waiter by.
-const BARRIER_LOST_SLICE_NS: u64 = 1_000_000;
+/// Set once the shootdown barrier has failed too (`mprotect` refused): from then on
+/// every park sleeps in slices of at most [`SLICE_NS`].
+static SLICED: AtomicBool = AtomicBool::new(false);
 
-/// Turns the light notify off for good. New notifies fence (the symmetric protocol,
-/// which needs no `membarrier`), and so does this waiter. But a notifier that read
-/// the light mode before the switch may still be between its store and its load, and
-/// no barrier of ours can order it now: a waiter that parks may miss its store. So
-/// every park of this process from now on sleeps in slices of
-/// [`BARRIER_LOST_SLICE_NS`] and re-checks its predicate after each, which bounds
-/// what such a notify can cost to one slice; the slices are kept for good, as nothing
-/// tells when the last light notify has ended.
+/// The longest sleep of a park once no process-wide barrier is left: what a light
+/// notify that was under way at the switch can delay a parked thread by.
+const SLICE_NS: u64 = 1_000_000;
+
+/// Turns the light notify off for good. New notifies fence (the symmetric protocol),
+/// but a notifier that read the light mode before the switch may still be between
+/// its store (1) and its load (2), for as long as it is preempted there: only a
+/// process-wide barrier on the waiter's side orders it. Waiters therefore run
+/// [`shootdown_barrier`] from now on, which is one: a thread parked or a future armed
+/// after the switch is ordered against such a notifier as with `membarrier`.
 #[cold]
 fn fall_back_to_fenced_notifies() {
     NOTIFY_MODE.store(NOTIFY_FENCED, Ordering::SeqCst);
     BARRIER_LOST.store(true, Ordering::SeqCst);
     fence(Ordering::SeqCst);
+}
+
+/// The waiter's barrier once `membarrier` is lost: the shootdown barrier, or, should
+/// that fail too, a fence and sleeps in slices (a future armed then relies on the
+/// notifies that follow; a refused `mprotect` of our own page is not known to
+/// happen).
+#[cold]
+fn lost_barrier() {
+    if !shootdown_barrier() {
+        SLICED.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+    }
+}
+
+/// A page of this process's own, private and anonymous, whose protection the
+/// shootdown barrier changes; mapped at registration, so that the fallback needs no
+/// memory when it comes.
+struct ShootdownPage {
+    addr: usize,
+    len: usize,
+    /// One change of protection at a time: the page must be present and writable
+    /// before each downgrade.
+    lock: std::sync::Mutex<()>,
+}
+
+static SHOOTDOWN_PAGE: OnceLock<Option<ShootdownPage>> = OnceLock::new();
+
+/// Maps the shootdown page (once); `None` if `mmap` refused.
+fn shootdown_page() -> Option<&'static ShootdownPage> {
+    SHOOTDOWN_PAGE
+        .get_or_init(|| {
+            // SAFETY: sysconf takes a constant and reads no memory of ours.
+            let len = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+                .ok()
+                .filter(|&n| n > 0)?;
+            // SAFETY: a fresh private anonymous mapping at an address of the
+            // kernel's choice touches no memory of ours; checked below.
+            let p = unsafe {
+                libc::mmap(
+                    core::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            (p != libc::MAP_FAILED).then(|| ShootdownPage {
+                addr: p as usize,
+                len,
+                lock: std::sync::Mutex::new(()),
+            })
+        })
+        .as_ref()
+}
+
+/// A process-wide barrier without `membarrier`: makes the shootdown page present and
+/// writable, writes it, then takes the write permission away. The kernel must then
+/// flush the page's translation from every CPU that may cache it, every CPU running
+/// a thread of this process among them, and on x86-64 it does so with an
+/// inter-processor interrupt whose handler executes a serializing instruction there
+/// (a full barrier), and returns once each has answered: the guarantee `membarrier`
+/// gives, and the one folly's `asymmetricHeavyBarrier` and .NET's
+/// `FlushProcessWriteBuffers` rely on on Linux. Offered only where the CPU's
+/// shootdowns interrupt (`x86::shootdown_interrupts`: not with INVLPGB, which
+/// flushes without interrupts); false when there is no page or `mprotect` refused.
+fn shootdown_barrier() -> bool {
+    let Some(page) = shootdown_page() else {
+        return false;
+    };
+    let _one_at_a_time = page.lock.lock().unwrap_or_else(|e| e.into_inner());
+    counters::count(Counter::Membarrier);
+    let ptr = page.addr as *mut libc::c_void;
+    // SAFETY: `ptr` and `len` are the page this process mapped and never unmaps; the
+    // write goes to it only while it is writable (under the lock, between the
+    // two calls), and nothing else of ours lives there.
+    unsafe {
+        if libc::mprotect(ptr, page.len, libc::PROT_READ | libc::PROT_WRITE) != 0 {
+            return false;
+        }
+        core::ptr::write_volatile(ptr.cast::<u8>(), 1);
+        libc::mprotect(ptr, page.len, libc::PROT_READ) == 0
+    }
 }
 
 /// Whether this process is registered for `membarrier(PRIVATE_EXPEDITED)`: the first
@@ -239,8 +336,13 @@ fn registered() -> bool {
     *REGISTERED.get_or_init(|| {
         // Miri has no membarrier: its waiters fence, its notifiers never take the
         // light path.
+        // The light notify needs a barrier to fall back on should `membarrier` be
+        // lost later (a seccomp filter installed since): the shootdown barrier,
+        // where the CPU's shootdowns interrupt and its page is mapped.
         let ok = !cfg!(miri)
             && membarrier_wanted()
+            && super::x86::shootdown_interrupts()
+            && shootdown_page().is_some()
             && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
         if ok {
             let mode = if super::x86::prefetchw_supported() {
@@ -395,12 +497,25 @@ impl ThreadCpus {
     /// Restricts the calling thread to these CPUs but `cpu`; false when that leaves
     /// none (or the kernel refused).
     pub(crate) fn move_off(&self, cpu: usize) -> bool {
+        set_affinity(&self.without(cpu).0)
+    }
+
+    /// These CPUs but `cpu`.
+    pub(crate) fn without(&self, cpu: usize) -> ThreadCpus {
         let mut set = self.0;
         if cpu < libc::CPU_SETSIZE as usize {
             // SAFETY: `cpu` is below CPU_SETSIZE, the set's capacity.
             unsafe { libc::CPU_CLR(cpu, &mut set) };
         }
-        set_affinity(&set)
+        ThreadCpus(set)
+    }
+
+    /// Whether the calling thread's mask is exactly these CPUs now.
+    pub(crate) fn is_this_thread_s(&self) -> bool {
+        ThreadCpus::of_this_thread().is_some_and(|now| {
+            // SAFETY: CPU_EQUAL only reads both sets.
+            unsafe { libc::CPU_EQUAL(&now.0, &self.0) }
+        })
     }
 
     /// Gives the calling thread these CPUs again; false if the kernel refused.

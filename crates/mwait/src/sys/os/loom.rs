@@ -102,6 +102,12 @@ pub(crate) fn begin_light_store(_word: &AtomicU32) -> bool {
     true
 }
 
+/// As [`begin_light_store`], for a notifier that only reads.
+pub(crate) fn begin_light_check() -> bool {
+    interrupt_point(my_slot(), true);
+    true
+}
+
 /// Between the light store (1) and load (2): an interrupt point.
 pub(crate) fn light_fence() {
     interrupt_point(my_slot(), true);
@@ -112,9 +118,31 @@ pub(crate) fn end_light_store() {
     interrupt_point(my_slot(), false);
 }
 
-/// The model's `membarrier`: a full barrier here, then a request to every other
-/// thread in the light section and a wait until it has executed the request or left.
+/// The model's waiter barrier: `membarrier`, or what the process falls back to once
+/// `membarrier` is lost ([`Fallback`]), the two the same interrupts.
 pub(crate) fn waiter_barrier() {
+    match FALLBACK.load(std::sync::atomic::Ordering::Relaxed) {
+        FALLBACK_FENCE => fence(Ordering::SeqCst),
+        _ => interrupt_every_cpu(),
+    }
+}
+
+/// The barrier the model's waiters run: [`FALLBACK_NONE`] (`membarrier`), or after a
+/// lost `membarrier`, the TLB-shootdown barrier ([`FALLBACK_SHOOTDOWN`], the same
+/// interrupts) or a mere fence ([`FALLBACK_FENCE`], which a light notify in flight at
+/// the switch defeats). Set by the model tests of this file only; outside the model's
+/// threads, so not a modelled access.
+static FALLBACK: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(FALLBACK_NONE);
+const FALLBACK_NONE: u8 = 0;
+#[cfg_attr(not(test), allow(dead_code))]
+const FALLBACK_SHOOTDOWN: u8 = 1;
+#[cfg_attr(not(test), allow(dead_code))]
+const FALLBACK_FENCE: u8 = 2;
+
+/// The model's `membarrier` (and shootdown): a full barrier here, then a request to
+/// every other thread in the light section and a wait until it has executed the
+/// request or left.
+fn interrupt_every_cpu() {
     fence(Ordering::SeqCst);
     let me = SLOT.with(|s| s.get());
     let used = *CPUS.used.lock().unwrap();
@@ -137,10 +165,12 @@ pub(crate) fn waiter_barrier() {
 /// Nothing to settle: the model's barrier needs no registration.
 pub(crate) fn prepare() {}
 
-/// The sleep queue of one cell: how many threads sleep in it, and the wake-ups
-/// granted to them and not yet taken, under one mutex (the kernel's bucket lock).
-/// A wake of `n` grants `min(n, sleepers - granted)` tickets; a sleeper returns only
-/// with a ticket, so `wake(1)` wakes exactly one sleeper, as `FUTEX_WAKE` does.
+/// The sleep queue of one cell, under one mutex (the kernel's bucket lock): the
+/// threads asleep in it, each by the number it drew when it went to sleep, oldest
+/// first. A wake of `n` marks up to `n` of the threads asleep *at that moment* as
+/// woken, the oldest first, and only a marked thread returns: as with `FUTEX_WAKE`,
+/// a thread that goes to sleep after a wake cannot take that wake from one that was
+/// asleep before it, and `wake(1)` wakes exactly one sleeper.
 /// Timed waits never sleep in the model (a timeout may fire at any moment, so
 /// returning at once is one of the behaviours a real timed wait has).
 #[derive(Debug, Default)]
@@ -151,11 +181,13 @@ pub(crate) struct Queue {
 
 #[derive(Debug, Default)]
 struct Sleep {
-    /// Threads inside [`wait`]'s sleep.
-    sleepers: u32,
-    /// Wake-ups granted and not yet taken by a sleeper.
-    tickets: u32,
-    /// Sleepers woken so far (tickets taken), for the models' checks.
+    /// The next sleeper's number.
+    next: u64,
+    /// The numbers of the threads asleep and not yet woken, oldest first.
+    asleep: Vec<u64>,
+    /// The numbers of the threads woken and not yet returned.
+    woken_unreturned: Vec<u64>,
+    /// Sleepers woken so far, for the models' checks.
     woken: u32,
 }
 
@@ -185,26 +217,29 @@ pub(crate) fn wait(
     if deadline_ns.is_some() {
         return Parked::TimedOut;
     }
-    g.sleepers += 1;
-    while g.tickets == 0 {
+    let me = g.next;
+    g.next += 1;
+    g.asleep.push(me);
+    while !g.woken_unreturned.contains(&me) {
         g = queue.cv.wait(g).unwrap();
     }
-    g.tickets -= 1;
-    g.sleepers -= 1;
+    g.woken_unreturned.retain(|&t| t != me);
     g.woken += 1;
     Parked::Woken
 }
 
-/// Wakes up to `n` sleepers of the queue (`u32::MAX`: all); returns how many.
+/// Wakes up to `n` of the threads asleep in the queue now (`u32::MAX`: all), the
+/// oldest first; returns how many.
 pub(crate) fn wake(queue: &Queue, _word: &AtomicU32, n: u32, _shared: bool) -> usize {
     let mut g = queue.lock.lock().unwrap();
-    let grant = n.min(g.sleepers - g.tickets);
-    g.tickets += grant;
-    if grant > 0 {
-        // Every sleeper looks; those without a ticket sleep again.
+    let k = (n as usize).min(g.asleep.len());
+    let woken: Vec<u64> = g.asleep.drain(..k).collect();
+    g.woken_unreturned.extend(woken);
+    if k > 0 {
+        // Every sleeper looks; those not marked sleep again.
         queue.cv.notify_all();
     }
-    grant as usize
+    k
 }
 
 /// Model time: every reading advances this thread's clock by [`LOOM_TICK_NS`], so spin
@@ -239,4 +274,48 @@ impl ModelHardware {
 /// The model's hardware tier, whichever backend asks.
 pub(crate) fn model_hardware() -> Option<ModelHardware> {
     Some(ModelHardware)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The fallback once `membarrier` is lost: run with the crate's loom build,
+    //! `cargo test -p mwait --release --lib -- sys::platform::tests`.
+    use super::*;
+    use crate::WaitCell;
+    use loom::sync::Arc;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    /// One model: a light notify in flight (its process still in the light mode
+    /// when it read it) against a future that arms after the switch, under the
+    /// fallback barrier `fallback`. Whether every execution ended.
+    fn future_against_light_store(fallback: u8) -> bool {
+        FALLBACK.store(fallback, std::sync::atomic::Ordering::SeqCst);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            let mut b = loom::model::Builder::new();
+            b.preemption_bound = Some(2);
+            b.check(|| {
+                let cell = Arc::new(WaitCell::new(0));
+                let c = cell.clone();
+                let notifier = loom::thread::spawn(move || c.store(1));
+                let v = loom::future::block_on(cell.wait_until_async(|v| v == 1));
+                assert_eq!(v, 1);
+                notifier.join().unwrap();
+            });
+        }));
+        FALLBACK.store(FALLBACK_NONE, std::sync::atomic::Ordering::SeqCst);
+        r.is_ok()
+    }
+
+    /// A future that arms after `membarrier` is lost, with only a fence for a
+    /// barrier, can miss a light store that was under way at the switch and wait
+    /// for ever (loom reports the deadlock); with the shootdown barrier, which
+    /// interrupts that notifier as `membarrier` did, it never does.
+    #[test]
+    fn a_future_armed_after_the_switch_needs_the_shootdown_barrier() {
+        assert!(
+            !future_against_light_store(FALLBACK_FENCE),
+            "a fence alone was expected to lose the wake-up"
+        );
+        assert!(future_against_light_store(FALLBACK_SHOOTDOWN));
+    }
 }

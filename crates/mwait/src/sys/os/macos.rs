@@ -46,8 +46,8 @@ extern "C" {
 // nothing the ladder reads about CPUs or load, and nothing to keep beside the word:
 // the kernel keys its waiters by address.
 pub(crate) use super::plain::{
-    begin_light_store, current_cpu, end_light_store, fork_generation, light_fence, prepare,
-    running_threads, usable_cpus, waiter_barrier, Queue, ThreadCpus,
+    begin_light_check, begin_light_store, current_cpu, end_light_store, fork_generation,
+    light_fence, prepare, running_threads, usable_cpus, waiter_barrier, Queue, ThreadCpus,
 };
 
 type OsWaitFn = unsafe extern "C" fn(*mut c_void, u64, usize, u32) -> c_int;

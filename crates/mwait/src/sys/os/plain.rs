@@ -11,6 +11,12 @@ pub(crate) fn begin_light_store(_word: &AtomicU32) -> bool {
     false
 }
 
+/// No process-wide barrier here: notifiers never take the light path.
+#[inline(always)]
+pub(crate) fn begin_light_check() -> bool {
+    false
+}
+
 /// Between the light notifier's store (1) and its load (2): a compiler barrier, which
 /// keeps the compiler from moving the load above the store; the CPU may still do so,
 /// which the waiters' process-wide barrier answers (see `protocol.rs`).
@@ -96,6 +102,16 @@ impl ThreadCpus {
 
     /// Refused here.
     pub(crate) fn move_off(&self, _cpu: usize) -> bool {
+        false
+    }
+
+    /// Nothing to take out here.
+    pub(crate) fn without(&self, _cpu: usize) -> ThreadCpus {
+        ThreadCpus
+    }
+
+    /// Unknown here.
+    pub(crate) fn is_this_thread_s(&self) -> bool {
         false
     }
 

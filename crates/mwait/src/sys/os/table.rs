@@ -38,8 +38,8 @@ use std::time::Duration;
 // nothing the ladder reads about CPUs or load, and nothing to keep beside the word:
 // the global table keys waiters by address (see the module docs).
 pub(crate) use super::plain::{
-    begin_light_store, current_cpu, end_light_store, fork_generation, light_fence, prepare,
-    running_threads, usable_cpus, waiter_barrier, Queue, ThreadCpus,
+    begin_light_check, begin_light_store, current_cpu, end_light_store, fork_generation,
+    light_fence, prepare, running_threads, usable_cpus, waiter_barrier, Queue, ThreadCpus,
 };
 
 /// How many queues the table has; a power of two. Waiters on different words rarely

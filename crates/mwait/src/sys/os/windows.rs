@@ -138,6 +138,12 @@ pub(crate) fn begin_light_store(_word: &AtomicU32) -> bool {
     light_notify()
 }
 
+/// See the contract in [`super::park`].
+#[inline(always)]
+pub(crate) fn begin_light_check() -> bool {
+    light_notify()
+}
+
 /// The waiter's heavy barrier, between announcing itself in `state` and its final
 /// re-check of the value.
 ///

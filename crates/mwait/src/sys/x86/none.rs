@@ -105,8 +105,15 @@ impl MonitorX {
 
 /// No PREFETCHW off x86-64.
 // Only the Linux light notify uses it (not the loom model).
-#[cfg_attr(any(loom, not(target_os = "linux")), allow(dead_code))]
+#[cfg_attr(any(mwait_loom, not(target_os = "linux")), allow(dead_code))]
 pub(crate) fn prefetchw_supported() -> bool {
+    false
+}
+
+/// Off x86-64 a TLB shootdown is no interrupt (Arm broadcasts its TLB maintenance):
+/// no fallback barrier, so no light notify.
+#[cfg_attr(any(mwait_loom, not(target_os = "linux")), allow(dead_code))]
+pub(crate) fn shootdown_interrupts() -> bool {
     false
 }
 
@@ -117,5 +124,5 @@ pub(crate) fn prefetchw_supported() -> bool {
 /// None needed; `unsafe` only to match the x86-64 signature.
 #[inline(always)]
 // Only the Linux light notify uses it (not the loom model).
-#[cfg_attr(any(loom, not(target_os = "linux")), allow(dead_code))]
+#[cfg_attr(any(mwait_loom, not(target_os = "linux")), allow(dead_code))]
 pub(crate) unsafe fn prefetch_for_write(_word: &AtomicU32) {}

@@ -292,6 +292,21 @@ pub(crate) fn prefetchw_supported() -> bool {
         .is_some_and(|f| f.has_prefetchw())
 }
 
+/// Whether a TLB shootdown on this CPU interrupts every other CPU that runs a thread
+/// of the process: false where the CPU has INVLPGB (CPUID.8000_0008:EBX\[3\]), which
+/// Linux 6.15 and later may use to flush other CPUs' TLBs without an interrupt.
+// Only the Linux fallback barrier uses it.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) fn shootdown_interrupts() -> bool {
+    const INVLPGB: u32 = 1 << 3;
+    let raw = super::cpuid::native_reader();
+    use raw_cpuid::CpuIdReader;
+    if raw.cpuid1(0x8000_0000).eax < 0x8000_0008 {
+        return true;
+    }
+    raw.cpuid1(0x8000_0008).ebx & INVLPGB == 0
+}
+
 /// Asks for `word`'s cache line in the exclusive state ahead of a store to it
 /// (PREFETCHW), so that the light notify's store does not wait for the line's
 /// transfer after the CPU has started on the instructions that follow it (the
