@@ -320,6 +320,65 @@ pub fn wait_until<A: Atomic>(
     result(wait_ns(atomic, pred, deadline.map(clock::instant_to_ns)))
 }
 
+/// Blocks until `pred` accepts the value of `atomic` or `timeout` passes, as
+/// [`WaitCell::wait_until_timeout`](crate::WaitCell::wait_until_timeout) does for a
+/// cell.
+///
+/// # Panics
+///
+/// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+/// refused (the crate docs' "Environment"); without it no setting makes this panic.
+///
+/// # Examples
+///
+/// ```
+/// use mwait::WaitResult;
+/// use std::sync::atomic::AtomicU64;
+/// use std::time::Duration;
+///
+/// let a = AtomicU64::new(3);
+/// let r = mwait::atomic::wait_until_timeout(&a, |v| v > 5, Duration::from_micros(50));
+/// assert_eq!(r, WaitResult::TimedOut(3));
+/// assert_eq!(mwait::atomic::wait_until_timeout(&a, |v| v == 3, Duration::ZERO).ready(), Some(3));
+/// ```
+#[inline]
+pub fn wait_until_timeout<A: Atomic>(
+    atomic: &A,
+    pred: impl FnMut(A::Value) -> bool,
+    timeout: Duration,
+) -> WaitResult<A::Value> {
+    result(wait_ns(atomic, pred, Some(clock::after(timeout))))
+}
+
+/// Blocks until `pred` accepts the value of `atomic` or the clock reaches
+/// `deadline`, as
+/// [`WaitCell::wait_until_deadline`](crate::WaitCell::wait_until_deadline) does for a
+/// cell.
+///
+/// # Panics
+///
+/// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+/// refused (the crate docs' "Environment"); without it no setting makes this panic.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// use std::time::Instant;
+///
+/// let a = AtomicU32::new(1);
+/// let r = mwait::atomic::wait_until_deadline(&a, |v| v == 2, Instant::now());
+/// assert_eq!(r.ready(), None);
+/// ```
+#[inline]
+pub fn wait_until_deadline<A: Atomic>(
+    atomic: &A,
+    pred: impl FnMut(A::Value) -> bool,
+    deadline: Instant,
+) -> WaitResult<A::Value> {
+    result(wait_ns(atomic, pred, Some(clock::instant_to_ns(deadline))))
+}
+
 /// Wakes one thread parked on the word at `ptr`, after the caller changed it (with
 /// any atomic operation and ordering). Waiters that spin or watch the line in
 /// hardware need no wake: they see the change itself. `ptr` may dangle: only its

@@ -198,3 +198,28 @@ fn a_wake_ends_a_futex_style_wait_whatever_the_value() {
         assert_eq!(sleeper.join().unwrap(), 2);
     });
 }
+
+/// The timed predicate waits end on a change their predicate accepts, woken from a
+/// park, and time out with the last value otherwise.
+#[test]
+fn the_timed_predicate_waits_end_on_an_accepted_change_or_time_out() {
+    let a = AtomicU64::new(0);
+    thread::scope(|s| {
+        let t = s.spawn(|| wait_until_timeout(&a, |v| v >= 2, SETTLE));
+        settle("parked", || parked_waiters(&a) == 1);
+        a.store(1, Ordering::Release);
+        wake_all(&a);
+        a.store(2, Ordering::Release);
+        wake_all(&a);
+        assert_eq!(t.join().unwrap(), WaitResult::Ready(2));
+        let t = s.spawn(|| wait_until_deadline(&a, |v| v == 9, Instant::now() + SETTLE));
+        settle("parked", || parked_waiters(&a) == 1);
+        a.store(9, Ordering::Release);
+        wake_one(&a);
+        assert_eq!(t.join().unwrap(), WaitResult::Ready(9));
+    });
+    let start = Instant::now();
+    let r = wait_until_timeout(&a, |v| v == 0, Duration::from_millis(5));
+    assert_eq!(r, WaitResult::TimedOut(9));
+    assert!(start.elapsed() >= Duration::from_millis(5));
+}
