@@ -143,7 +143,7 @@ const CLIENTS: &[Client] = &[
             path_deps: &[MWAIT],
         },
         test_args: &[],
-        semantics: None,
+        semantics: Some("integrations/rayon-core/tests/semantics.rs"),
     },
     // tokio: the test files that park (see TOKIO_TESTS), not the whole suite.
     Client {
@@ -154,7 +154,7 @@ const CLIENTS: &[Client] = &[
             path_deps: &[MWAIT],
         },
         test_args: TOKIO_TESTS,
-        semantics: None,
+        semantics: Some("integrations/tokio/tests/semantics.rs"),
     },
 ];
 
