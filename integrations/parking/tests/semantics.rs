@@ -32,7 +32,10 @@ fn notifications_do_not_accumulate() {
         !p.park_timeout(Duration::from_millis(20)),
         "only one token: the next park times out"
     );
-    assert!(p.unpark(), "after the park took it, an unpark notifies again");
+    assert!(
+        p.unpark(),
+        "after the park took it, an unpark notifies again"
+    );
     p.park();
 }
 

@@ -107,11 +107,8 @@ fn a_timeout_elapses_and_a_sleep_lasts_its_duration() {
     for rt in [current_thread(), multi_thread(2)] {
         rt.block_on(async {
             let start = Instant::now();
-            let r = tokio::time::timeout(
-                Duration::from_millis(20),
-                std::future::pending::<()>(),
-            )
-            .await;
+            let r =
+                tokio::time::timeout(Duration::from_millis(20), std::future::pending::<()>()).await;
             assert!(r.is_err(), "a pending future times out");
             assert!(start.elapsed() >= Duration::from_millis(20));
             let start = Instant::now();
@@ -134,7 +131,8 @@ fn idle_workers_wake_for_work_spawned_from_outside() {
             d.fetch_add(1, Ordering::SeqCst);
             tx.send(()).unwrap();
         });
-        rx.recv_timeout(PATIENCE).expect("a parked worker ran the task");
+        rx.recv_timeout(PATIENCE)
+            .expect("a parked worker ran the task");
         assert_eq!(done.load(Ordering::SeqCst), round);
     }
 }
