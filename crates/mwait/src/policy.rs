@@ -304,22 +304,13 @@ impl WaitPolicy {
 
 /// The process's `MWAIT_MOVE_APART`: `1`, `true` or `on` turns moving apart on for
 /// every policy that does not say; unset, `0`, `false` or `off` leave it off; any
-/// other value is warned about once on stderr and leaves it off.
+/// other value is reported once on stderr, as every bad setting is, and leaves it
+/// off (a panic under `MWAIT_STRICT=1`).
 fn move_apart_by_default() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| match std::env::var("MWAIT_MOVE_APART") {
-        Err(_) => false,
-        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
-            "1" | "true" | "on" => true,
-            "" | "0" | "false" | "off" => false,
-            _ => {
-                eprintln!(
-                    "mwait: MWAIT_MOVE_APART={v:?} is not one of 0/1/false/true/off/on; \
-                     using 0 (threads are never moved)"
-                );
-                false
-            }
-        },
+    *ON.get_or_init(|| {
+        crate::sys::settings::bool_var("MWAIT_MOVE_APART", "0 (threads are never moved)")
+            .unwrap_or(false)
     })
 }
 

@@ -17,7 +17,8 @@ fn child(case: &str, vars: &[(&str, &str)]) -> (bool, String) {
         .env_remove("MWAIT_UNSAFE_FORCE")
         .env_remove("MWAIT_STRICT")
         .env_remove("MWAIT_LOG")
-        .env_remove("MWAIT_MEMBARRIER");
+        .env_remove("MWAIT_MEMBARRIER")
+        .env_remove("MWAIT_MOVE_APART");
     for (k, v) in vars {
         cmd.env(k, v);
     }
@@ -327,6 +328,26 @@ fn a_bad_membarrier_value_warns_once_and_waits() {
     let (ok, out) = child("waits", &[("MWAIT_MEMBARRIER", "off"), ("MWAIT_LOG", "1")]);
     assert!(ok, "{out}");
     assert!(out.contains("notify: fenced"), "{out}");
+}
+
+/// `MWAIT_MOVE_APART`, another yes-or-no variable, is read the same way: a bad value
+/// is reported once and leaves moving apart off; `MWAIT_STRICT=1` makes it a panic.
+#[test]
+fn a_bad_move_apart_value_warns_once_and_waits() {
+    let (ok, out) = child("waits", &[("MWAIT_MOVE_APART", "maybe")]);
+    assert!(ok, "{out}");
+    let lines = warnings(&out);
+    assert_eq!(lines.len(), 1, "one line per process: {out}");
+    assert!(
+        lines[0].starts_with("mwait: MWAIT_MOVE_APART=maybe: not one of 0, 1, false"),
+        "{out}"
+    );
+    let (ok, out) = child(
+        "waits",
+        &[("MWAIT_MOVE_APART", "maybe"), ("MWAIT_STRICT", "1")],
+    );
+    assert!(!ok, "{out}");
+    assert!(out.contains("MWAIT_MOVE_APART=maybe"), "{out}");
 }
 
 /// `MWAIT_LOG=1` writes the choice once: the backend, why, the budgets.

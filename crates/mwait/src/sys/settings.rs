@@ -1,6 +1,7 @@
 //! The process's settings, below every layer that reads them: what code applied
 //! (`Settings::apply`, in `settings.rs`) and the variables of the environment that are
-//! not about the choice of backend (`MWAIT_STRICT`, `MWAIT_LOG`, `MWAIT_MEMBARRIER`).
+//! not about the choice of backend (`MWAIT_STRICT`, `MWAIT_LOG`, `MWAIT_MEMBARRIER`),
+//! and the parser and report of every yes-or-no variable (`MWAIT_MOVE_APART` too).
 //!
 //! A setting is read once per process, and a bad one is reported once, on stderr,
 //! in one line that names the variable, its value and what is used instead. The
@@ -89,7 +90,7 @@ pub(crate) fn parse_bool(v: &str) -> Option<bool> {
 /// The yes-or-no variable `name`: `None` when unset; a value that is neither is
 /// reported (naming `default_text`, what is used instead) and read as unset, or
 /// refused under `MWAIT_STRICT=1`.
-fn bool_var(name: &str, default_text: &str) -> Option<bool> {
+pub(crate) fn bool_var(name: &str, default_text: &str) -> Option<bool> {
     let v = var(name)?;
     match parse_bool(&v) {
         Some(b) => Some(b),
