@@ -28,7 +28,11 @@ use std::time::{Duration, Instant};
 
 /// How a row's build is moved onto mwait.
 enum OnMwait {
-    /// `[patch.crates-io]`: each (crate, drop-in directory under the root).
+    /// `[patch.crates-io]`: each (crate, drop-in directory under the root). Cargo
+    /// patches a crate only with a package of the same name, and the drop-ins
+    /// publish under names of their own (`mwait-parking`): the patch is a package
+    /// named after the crate that re-exports the drop-in ([`shim`]), the one a
+    /// user writes (the drop-in's README).
     PatchCratesIo(&'static [(&'static str, &'static str)]),
     /// The drop-in (a directory under the root) replaces the row's `src/`, and the
     /// drop-in's path dependencies (crate, directory under the root) are added: the
@@ -55,6 +59,10 @@ struct Client {
     /// suite (lib, integration and doc tests), or features and test targets where
     /// the whole suite would not fit in the run's time.
     test_args: &'static [&'static str],
+    /// Tests of the behaviours the original documents (a file under the root),
+    /// added to both sides as the test target `mwait_semantics`: they must give the
+    /// same results stock and on mwait, all passing.
+    semantics: Option<&'static str>,
 }
 
 /// The mwait crate, as a path dependency.
@@ -73,6 +81,7 @@ const CLIENTS: &[Client] = &[
             path_deps: &[MWAIT],
         },
         test_args: &[],
+        semantics: Some("integrations/parking/tests/semantics.rs"),
     },
     Client {
         name: "atomic-wait",
@@ -82,42 +91,49 @@ const CLIENTS: &[Client] = &[
             path_deps: &[MWAIT],
         },
         test_args: &[],
+        semantics: Some("integrations/atomic-wait/tests/semantics.rs"),
     },
     Client {
         name: "event-listener",
         version: "5.4.2",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
         test_args: &[],
+        semantics: None,
     },
     Client {
         name: "async-channel",
         version: "2.5.0",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
         test_args: &[],
+        semantics: None,
     },
     Client {
         name: "async-lock",
         version: "3.5.0",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
         test_args: &[],
+        semantics: None,
     },
     Client {
         name: "async-executor",
         version: "1.14.1",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
         test_args: &[],
+        semantics: None,
     },
     Client {
         name: "futures-lite",
         version: "2.6.1",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
         test_args: &[],
+        semantics: None,
     },
     Client {
         name: "async-io",
         version: "2.6.0",
         on_mwait: OnMwait::PatchCratesIo(&[PARKING]),
         test_args: &[],
+        semantics: None,
     },
     Client {
         name: "rayon-core",
@@ -127,6 +143,7 @@ const CLIENTS: &[Client] = &[
             path_deps: &[MWAIT],
         },
         test_args: &[],
+        semantics: Some("integrations/rayon-core/tests/semantics.rs"),
     },
     // tokio: the test files that park (see TOKIO_TESTS), not the whole suite.
     Client {
@@ -137,6 +154,7 @@ const CLIENTS: &[Client] = &[
             path_deps: &[MWAIT],
         },
         test_args: TOKIO_TESTS,
+        semantics: Some("integrations/tokio/tests/semantics.rs"),
     },
 ];
 
@@ -293,6 +311,7 @@ pub fn run(args: &[String]) -> Res {
     let mut regressions = Vec::new();
     for (client, source) in rows.iter().zip(&sources) {
         let mut tallies = Vec::new();
+        let mut semantics = Vec::new();
         for side in [Side::Stock, Side::Mwait] {
             step(&format!(
                 "clients: {} {} {}",
@@ -318,6 +337,23 @@ pub fn run(args: &[String]) -> Res {
                 check_on_mwait(client, &dir)?;
             }
             tallies.push(tally);
+            if client.semantics.is_some() {
+                let target_dir = work.join(format!("build-{}", side.name()));
+                semantics.push(semantics_suite(client, &dir, &target_dir));
+            }
+        }
+        if let [stock, mwait] = &semantics[..] {
+            let verdict = compare_semantics(stock, mwait);
+            let line = format!(
+                "{} semantics: {}",
+                client.name,
+                verdict.as_ref().map_or_else(|e| e.clone(), |s| s.clone())
+            );
+            println!("{line}");
+            if verdict.is_err() {
+                regressions.push(client.name);
+            }
+            lines.push(line);
         }
         let (stock, mwait) = (&tallies[0], &tallies[1]);
         let line = format!(
@@ -341,10 +377,86 @@ pub fn run(args: &[String]) -> Res {
         Ok(())
     } else {
         Err(format!(
-            "suites that pass stock fail on mwait: {}",
+            "suites that pass stock fail on mwait, or semantics that differ: {}",
             regressions.join(", ")
         ))
     }
+}
+
+/// The file name and test target of a row's semantics tests in its copies.
+const SEMANTICS_TARGET: &str = "mwait_semantics";
+
+/// `cargo test --test mwait_semantics` in `dir`, with the row's features: each test's
+/// name and whether it passed, or why the run gave none.
+fn semantics_suite(client: &Client, dir: &Path, target_dir: &Path) -> Res<Vec<(String, bool)>> {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(dir)
+        .env("CARGO_TARGET_DIR", target_dir)
+        .env_remove("RUSTFLAGS")
+        .args(["test", "--no-fail-fast", "--test", SEMANTICS_TARGET]);
+    for pair in client.test_args.windows(2) {
+        if pair[0] == "--features" {
+            cmd.args(pair);
+        }
+    }
+    let run = capture(&mut cmd, SUITE_LIMIT);
+    let results = test_outcomes(&run.stdout);
+    if results.is_empty() {
+        return Err(format!(
+            "no test ran ({}): {}",
+            run.status,
+            tail(&run.stderr, 20)
+        ));
+    }
+    Ok(results)
+}
+
+/// The `test NAME ... ok` / `... FAILED` lines of a test binary's output, sorted.
+fn test_outcomes(stdout: &str) -> Vec<(String, bool)> {
+    let mut out: Vec<(String, bool)> = stdout
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("test ")?;
+            let (name, outcome) = rest.rsplit_once(" ... ")?;
+            match outcome.trim() {
+                "ok" => Some((name.to_string(), true)),
+                "FAILED" => Some((name.to_string(), false)),
+                _ => None,
+            }
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The semantics tests' verdict: the same tests on both sides, every one passing.
+fn compare_semantics(
+    stock: &Res<Vec<(String, bool)>>,
+    mwait: &Res<Vec<(String, bool)>>,
+) -> Res<String> {
+    let (stock, mwait) = match (stock, mwait) {
+        (Ok(s), Ok(m)) => (s, m),
+        (Err(e), _) => return Err(format!("stock: {e}")),
+        (_, Err(e)) => return Err(format!("mwait: {e}")),
+    };
+    let failed = |v: &[(String, bool)]| -> Vec<String> {
+        v.iter()
+            .filter(|(_, ok)| !ok)
+            .map(|(n, _)| n.clone())
+            .collect()
+    };
+    let (fs, fm) = (failed(stock), failed(mwait));
+    if stock != mwait || !fs.is_empty() {
+        return Err(format!(
+            "differ or fail: stock failed {fs:?}, mwait failed {fm:?} ({} and {} tests)",
+            stock.len(),
+            mwait.len()
+        ));
+    }
+    Ok(format!(
+        "the same {} passed stock and on mwait",
+        stock.len()
+    ))
 }
 
 /// A copy of the row `name`'s published source for each side, stock then mwait,
@@ -368,6 +480,73 @@ pub fn prepared(name: &str) -> Res<Vec<(&'static str, PathBuf, PathBuf)>> {
             ))
         })
         .collect()
+}
+
+/// `cargo xtask patch NAME DIR [VERSION]`: a copy of the row `NAME`'s pinned
+/// release in `DIR`, moved onto mwait (its patch applied, or its source replaced by
+/// the drop-in's), and the `[patch.crates-io]` line that puts it in a program's
+/// build. A `VERSION` other than the pinned one is refused: the patch is written
+/// against that release.
+pub fn patch(args: &[String]) -> Res {
+    let (name, dir, version) = match args {
+        [n, d] => (n, d, None),
+        [n, d, v] => (n, d, Some(v)),
+        _ => return Err("usage: cargo xtask patch NAME DIR [VERSION]".into()),
+    };
+    let client = CLIENTS
+        .iter()
+        .find(|c| c.name == name && !matches!(c.on_mwait, OnMwait::PatchCratesIo(_)))
+        .ok_or_else(|| {
+            let names: Vec<_> = CLIENTS
+                .iter()
+                .filter(|c| !matches!(c.on_mwait, OnMwait::PatchCratesIo(_)))
+                .map(|c| c.name)
+                .collect();
+            format!(
+                "no patch for `{name}`; there are patches for: {}",
+                names.join(", ")
+            )
+        })?;
+    if let Some(v) = version.filter(|v| v.trim_start_matches('=') != client.version) {
+        return Err(format!(
+            "{name} {v}: the patch is written against {name} {pinned} and applies to that \
+             release only; pin it in the program (`{name} = \"={pinned}\"`, then \
+             `cargo update -p {name} --precise {pinned}`) and patch that",
+            pinned = client.version
+        ));
+    }
+    let dir = std::env::current_dir()
+        .map_err(|e| e.to_string())?
+        .join(dir);
+    if dir.exists()
+        && fs::read_dir(&dir)
+            .map_err(|e| e.to_string())?
+            .next()
+            .is_some()
+    {
+        return Err(format!(
+            "{}: not empty; name a new directory",
+            dir.display()
+        ));
+    }
+    let work = project_root().join("target/clients");
+    step(&format!(
+        "{name} {}: the published source, through cargo",
+        client.version
+    ));
+    let source = fetch(&work, &[client])?.remove(0);
+    prepare(client, &source, &dir, Side::Mwait)?;
+    println!(
+        "\n{name} {} on mwait is in {}. Pin {name} to that release in the program's \
+         Cargo.toml (`{name} = \"={}\"`, with its features) and add:\n\n\
+         [patch.crates-io]\n{name} = {{ path = \"{}\" }}\n\n\
+         `cargo tree -i {name}` then shows that path.",
+        client.version,
+        dir.display(),
+        client.version,
+        dir.display()
+    );
+    Ok(())
 }
 
 /// The pinned version of the row `name`.
@@ -426,10 +605,8 @@ fn prepare(client: &Client, source: &Path, dir: &Path, side: Side) -> Res {
             OnMwait::PatchCratesIo(drop_ins) => {
                 manifest.push_str("\n[patch.crates-io]\n");
                 for (name, path) in *drop_ins {
-                    manifest.push_str(&format!(
-                        "{name} = {{ path = \"{}\" }}\n",
-                        root.join(path).display()
-                    ));
+                    let shim = shim(&root.join("target/clients/shims"), name, &root.join(path))?;
+                    manifest.push_str(&format!("{name} = {{ path = \"{}\" }}\n", shim.display()));
                 }
             }
             OnMwait::ReplaceSource { drop_in, path_deps } => {
@@ -450,11 +627,62 @@ fn prepare(client: &Client, source: &Path, dir: &Path, side: Side) -> Res {
             }
         }
     }
+    if let Some(file) = client.semantics {
+        fs::create_dir_all(dir.join("tests")).map_err(|e| e.to_string())?;
+        fs::copy(
+            root.join(file),
+            dir.join(format!("tests/{SEMANTICS_TARGET}.rs")),
+        )
+        .map_err(|e| format!("{file}: {e}"))?;
+        manifest.push_str(&format!(
+            "\n[[test]]\nname = \"{SEMANTICS_TARGET}\"\npath = \"tests/{SEMANTICS_TARGET}.rs\"\n"
+        ));
+    }
     write(&dir.join("Cargo.toml"), &manifest)?;
     if let (Side::Mwait, OnMwait::PatchCratesIo(drop_ins)) = (side, &client.on_mwait) {
         unlock(dir, drop_ins)?;
     }
     Ok(())
+}
+
+/// Writes, under `dir`, the package that patches `name` with the drop-in at
+/// `drop_in`: named `name`, at the drop-in's version, with the drop-in's features,
+/// its library re-exporting the drop-in's. Returns its directory.
+pub fn shim(dir: &Path, name: &str, drop_in: &Path) -> Res<PathBuf> {
+    let manifest = read(&drop_in.join("Cargo.toml"))?;
+    let field = |key: &str| -> Res<String> {
+        manifest
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} = \"")))
+            .map(|v| v.trim_end_matches('"').to_string())
+            .ok_or_else(|| format!("{}: no {key}", drop_in.display()))
+    };
+    let (package, version) = (field("name")?, field("version")?);
+    let mut features = String::new();
+    let mut in_features = false;
+    for line in manifest.lines() {
+        if line.starts_with('[') {
+            in_features = line.trim() == "[features]";
+        } else if in_features {
+            if let Some((feature, _)) = line.split_once('=').filter(|_| !line.starts_with('#')) {
+                let feature = feature.trim();
+                features.push_str(&format!("{feature} = [\"inner/{feature}\"]\n"));
+            }
+        }
+    }
+    let shim = dir.join(name);
+    fs::create_dir_all(shim.join("src")).map_err(|e| format!("{}: {e}", shim.display()))?;
+    write(
+        &shim.join("Cargo.toml"),
+        &format!(
+            "[package]\nname = \"{name}\"\nversion = \"{version}\"\nedition = \"2021\"\n\n\
+             [features]\n{features}\n[dependencies]\n\
+             inner = {{ package = \"{package}\", path = \"{}\" }}\n\n[workspace]\n",
+            drop_in.display()
+        ),
+    )?;
+    write(&shim.join("src/lib.rs"), "pub use inner::*;\n")?;
+    Ok(shim)
 }
 
 /// Moves the locked registry versions of the patched crates onto the patches: a
@@ -597,6 +825,49 @@ mod tests {
     }
 
     #[test]
+    fn the_parking_shim_is_named_parking_and_reexports_the_drop_in() {
+        let dir = project_root().join("target/clients-test-shims");
+        let shim = shim(
+            &dir,
+            "parking",
+            &project_root().join("integrations/parking"),
+        )
+        .unwrap();
+        let manifest = read(&shim.join("Cargo.toml")).unwrap();
+        assert!(
+            manifest.contains("name = \"parking\"\nversion = \"2.2.1\""),
+            "{manifest}"
+        );
+        assert!(manifest.contains("loom = [\"inner/loom\"]"), "{manifest}");
+        assert!(
+            manifest.contains("package = \"mwait-parking\""),
+            "{manifest}"
+        );
+        assert_eq!(
+            read(&shim.join("src/lib.rs")).unwrap(),
+            "pub use inner::*;\n"
+        );
+    }
+
+    #[test]
+    fn semantics_verdicts_require_the_same_passing_tests_on_both_sides() {
+        let out = "running 2 tests\ntest b ... ok\ntest a ... FAILED\ntest c ... ignored\n\
+                   test result: FAILED. 1 passed; 1 failed;\n";
+        let got = test_outcomes(out);
+        assert_eq!(got, [("a".to_string(), false), ("b".to_string(), true)]);
+        let pass = Ok(vec![("a".to_string(), true), ("b".to_string(), true)]);
+        assert!(compare_semantics(&pass, &pass).is_ok());
+        assert!(compare_semantics(&pass, &Ok(got.clone())).is_err());
+        assert!(
+            compare_semantics(&Ok(got.clone()), &Ok(got)).is_err(),
+            "failing on both"
+        );
+        let fewer = Ok(vec![("a".to_string(), true)]);
+        assert!(compare_semantics(&pass, &fewer).is_err());
+        assert!(compare_semantics(&pass, &Err("no test ran".into())).is_err());
+    }
+
+    #[test]
     fn every_row_names_an_exact_version_and_a_drop_in_that_exists() {
         for c in CLIENTS {
             assert!(c.version.split('.').count() == 3, "{}", c.name);
@@ -613,7 +884,7 @@ mod tests {
                     v
                 }
             };
-            for p in paths {
+            for p in paths.into_iter().chain(c.semantics) {
                 assert!(project_root().join(p).exists(), "{}: {p}", c.name);
             }
         }

@@ -36,7 +36,13 @@ commands:
                   async-channel, async-lock, async-executor, futures-lite,
                   async-io, rayon-core, atomic-wait, tokio), stock and on
                   mwait, from their published sources; fails when one
-                  passes stock only
+                  passes stock only, or when a row's semantics tests differ
+  patch NAME DIR [VERSION]
+                  copies the pinned release of NAME (tokio, rayon-core, parking,
+                  atomic-wait) from crates.io into DIR, moved onto mwait, and
+                  prints the [patch.crates-io] line; refuses another VERSION
+  package         `cargo publish --dry-run` of the published crates in dependency
+                  order, then a build of their tests from the unpacked .crate files
   miri            the unit and integration tests that Miri can run today, under
                   Miri (installs nightly miri and rust-src when missing)
   stress [N] [--rounds R]
@@ -81,6 +87,8 @@ fn main() -> ExitCode {
         "test" => test::run(rest),
         "tidy" => tidy::run(rest),
         "clients" => clients::run(rest),
+        "package" => test::package_only(rest),
+        "patch" => clients::patch(rest),
         "miri" => miri::run(rest),
         "stress" => test::stress(rest),
         "bench" => bench::run(rest),

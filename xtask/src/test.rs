@@ -3,6 +3,8 @@
 use crate::util::{
     self, cargo, ensure_rust_component, ensure_rust_target, project_root, step, Res,
 };
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// `cargo xtask test`: every check of the project, in the order that fails fastest.
 pub fn run(args: &[String]) -> Res {
@@ -226,9 +228,29 @@ fn docs_and_other_targets() -> Res {
     Ok(())
 }
 
-/// The packages of the publishable crates, verified by building them.
+/// The publishable crates of the workspace, in the order they publish (each
+/// depends only on those before it).
+pub const PUBLISHED: &[&str] = &["mwait-sys", "mwait"];
+
+/// The drop-ins, published after mwait under names of their own: (package, its
+/// directory under the root).
+pub const PUBLISHED_DROP_INS: &[(&str, &str)] = &[
+    ("mwait-parking", "integrations/parking"),
+    ("mwait-atomic-wait", "integrations/atomic-wait"),
+];
+
+/// `cargo xtask package`: the package step of `cargo xtask test` alone.
+pub fn package_only(args: &[String]) -> Res {
+    if let Some(a) = args.first() {
+        return Err(format!("package takes no arguments, got `{a}`"));
+    }
+    package()
+}
+
+/// The publishable crates: a dry run of their publication in dependency order,
+/// and a build of the packaged tests from the unpacked `.crate` files.
 fn package() -> Res {
-    step("package (the crates are publishable; verified by building the packages)");
+    step("publish --dry-run (the crates publish, in dependency order)");
     // Verification builds mwait against mwait-sys taken from a temporary registry;
     // cargo treats registry crates as immutable and reuses an old build of the same
     // name and version from the target dir even when the package changed (an older
@@ -236,13 +258,126 @@ fn package() -> Res {
     // rules that out.
     let verify_dir = project_root().join("target/package-verify");
     let _ = std::fs::remove_dir_all(&verify_dir);
+    let mut publish = cargo();
+    publish.args(["publish", "--dry-run", "--allow-dirty"]);
+    for name in PUBLISHED {
+        publish.args(["-p", name]);
+    }
+    util::run(publish.arg("--target-dir").arg(&verify_dir))?;
+    // The dry run keeps its `.crate` files in a scratch folder of cargo's; packaging
+    // again without the verification (which the dry run made) puts them where
+    // `cargo package` documents them, target/package.
+    let mut pack = cargo();
+    pack.args(["package", "--no-verify", "--allow-dirty"]);
+    for name in PUBLISHED {
+        pack.args(["-p", name]);
+    }
+    util::run(pack.arg("--target-dir").arg(&verify_dir))?;
+
+    step("the packaged tests build from the unpacked .crate files");
+    let patch = packaged_tests(&verify_dir)?;
+
+    // The drop-ins live outside the workspace (their libraries have the names of
+    // crates that the workspace's benches depend on), so cargo's overlay of the
+    // workspace's unpublished crates does not reach them: their dry run takes
+    // mwait and mwait-sys from the unpacked `.crate` files, patched in.
+    step("the drop-ins: publish --dry-run, and their packaged tests build");
+    for (name, dir) in PUBLISHED_DROP_INS {
+        let manifest = project_root().join(dir).join("Cargo.toml");
+        let mut publish = cargo();
+        publish
+            .args(["publish", "--dry-run", "--allow-dirty", "--manifest-path"])
+            .arg(&manifest)
+            .arg("--target-dir")
+            .arg(&verify_dir);
+        for (dep, path) in &patch {
+            publish
+                .arg("--config")
+                .arg(format!("patch.crates-io.{dep}.path='{}'", path.display()));
+        }
+        util::run(&mut publish)?;
+        let mut pack = cargo();
+        pack.args(["package", "--no-verify", "--allow-dirty", "--manifest-path"])
+            .arg(&manifest)
+            .arg("--target-dir")
+            .arg(&verify_dir);
+        for (dep, path) in &patch {
+            pack.arg("--config")
+                .arg(format!("patch.crates-io.{dep}.path='{}'", path.display()));
+        }
+        util::run(&mut pack)?;
+        let version = package_version(&manifest)?;
+        build_unpacked(&verify_dir, &format!("{name}-{version}"), &patch)?;
+    }
+    Ok(())
+}
+
+/// Unpacks each published crate's `.crate` from `verify_dir/package` and builds its
+/// tests there, the unpublished ones among its dependencies taken from their
+/// unpacked `.crate` too (`[patch.crates-io]`): what a user who downloads the crate
+/// builds, with nothing from this checkout. Returns the unpacked crates (name,
+/// directory).
+fn packaged_tests(verify_dir: &Path) -> Res<Vec<(String, PathBuf)>> {
+    let mut patch = Vec::new();
+    for name in PUBLISHED {
+        let manifest = project_root().join("crates").join(name).join("Cargo.toml");
+        let dir = build_unpacked(
+            verify_dir,
+            &format!("{name}-{}", package_version(&manifest)?),
+            &patch,
+        )?;
+        patch.push((name.to_string(), dir));
+    }
+    Ok(patch)
+}
+
+/// The `version` of the package whose manifest is `manifest`.
+fn package_version(manifest: &Path) -> Res<String> {
+    let text =
+        std::fs::read_to_string(manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("version = \""))
+        .map(|v| v.trim_end_matches('"').to_string())
+        .ok_or_else(|| format!("{}: no version", manifest.display()))
+}
+
+/// Unpacks `verify_dir/package/NAME_VERSION.crate` under `verify_dir/unpacked`, makes
+/// it a workspace of its own with `patch` (crate, directory) as its
+/// `[patch.crates-io]`, and builds every target and test there. Returns its
+/// directory.
+fn build_unpacked(
+    verify_dir: &Path,
+    name_version: &str,
+    patch: &[(String, PathBuf)],
+) -> Res<PathBuf> {
+    let unpacked = verify_dir.join("unpacked");
+    std::fs::create_dir_all(&unpacked).map_err(|e| format!("{}: {e}", unpacked.display()))?;
+    let krate = verify_dir
+        .join("package")
+        .join(format!("{name_version}.crate"));
+    util::run(
+        Command::new("tar")
+            .arg("-xzf")
+            .arg(&krate)
+            .arg("-C")
+            .arg(&unpacked),
+    )?;
+    let dir = unpacked.join(name_version);
+    let manifest = dir.join("Cargo.toml");
+    let mut text =
+        std::fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    text.push_str("\n[workspace]\n\n[patch.crates-io]\n");
+    for (dep, path) in patch {
+        text.push_str(&format!("{dep} = {{ path = '{}' }}\n", path.display()));
+    }
+    std::fs::write(&manifest, text).map_err(|e| format!("{}: {e}", manifest.display()))?;
     util::run(
         cargo()
-            .args(["package", "-p", "mwait-sys", "-p", "mwait", "--allow-dirty"])
-            .arg("--target-dir")
-            .arg(&verify_dir),
+            .current_dir(&dir)
+            .args(["test", "--no-run", "--all-targets"])
+            .env("CARGO_TARGET_DIR", verify_dir.join("unpacked-target")),
     )?;
-    Ok(())
+    Ok(dir)
 }
 
 /// The hardware tiers' suites, then the kernel shim: DKMS, the QEMU guest and

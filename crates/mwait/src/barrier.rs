@@ -102,6 +102,11 @@ impl Barrier {
     /// in exactly one of them (the last to arrive, the leader), as
     /// `std::sync::BarrierWaitResult::is_leader` does.
     ///
+    /// # Panics
+    ///
+    /// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+    /// refused (the crate docs' "Environment"); without it no setting makes this panic.
+    ///
     /// # Examples
     ///
     /// ```

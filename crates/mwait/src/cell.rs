@@ -440,6 +440,7 @@ impl WaitCell {
     }
 }
 
+mod rmw;
 mod wait;
 
 // The simulated monitor is not in the loom build.

@@ -17,6 +17,7 @@ mod primitive;
 mod protocol;
 mod registry;
 mod select;
+mod settings;
 #[cfg(all(unix, not(mwait_loom)))]
 mod shared;
 mod sys;
@@ -31,6 +32,7 @@ pub use ladder::stats::{stats, ProcessStats, WaitStats};
 pub use parker::{block_on, Parker, Unparker};
 pub use policy::{prepare, WaitPolicy};
 pub use select::{selection, try_selection, Selection};
+pub use settings::{NotifyMode, Settings, SettingsError};
 #[cfg(all(unix, not(mwait_loom)))]
 pub use shared::SharedCells;
 

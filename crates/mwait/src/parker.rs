@@ -174,6 +174,11 @@ impl Parker {
 
     /// Blocks until a token is there, and takes it.
     ///
+    /// # Panics
+    ///
+    /// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+    /// refused (the crate docs' "Environment"); without it no setting makes this panic.
+    ///
     /// # Examples
     ///
     /// ```
@@ -187,6 +192,11 @@ impl Parker {
 
     /// Blocks until a token is there or `timeout` has passed. Returns `true` when it
     /// took a token, `false` when the time ran out without one.
+    ///
+    /// # Panics
+    ///
+    /// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+    /// refused (the crate docs' "Environment"); without it no setting makes this panic.
     ///
     /// # Examples
     ///
@@ -205,6 +215,11 @@ impl Parker {
 
     /// Blocks until a token is there or the clock reaches `deadline`. Returns `true`
     /// when it took a token, `false` when the deadline passed without one.
+    ///
+    /// # Panics
+    ///
+    /// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+    /// refused (the crate docs' "Environment"); without it no setting makes this panic.
     ///
     /// # Examples
     ///
@@ -363,6 +378,11 @@ thread_local! {
 /// The thread keeps one parker and its waker for its calls (so a waker costs no
 /// allocation per call); a `block_on` nested inside a future that another
 /// `block_on` of this thread polls gets a parker of its own.
+///
+/// # Panics
+///
+/// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+/// refused (the crate docs' "Environment"); without it no setting makes this panic.
 ///
 /// # Examples
 ///

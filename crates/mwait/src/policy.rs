@@ -4,7 +4,7 @@
 use crate::backend::kind::Backend;
 use crate::backend::spin::SpinPause;
 use crate::backend::{CState, HwTier};
-use crate::select::{backend_hw, selection};
+use crate::select::{backend_hw, selection, ForcedTier};
 use crate::sys::clock::duration_ns;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -189,9 +189,11 @@ impl WaitPolicy {
 
     /// Use `backend`'s ladder for these waits instead of the process's choice.
     /// `Backend::Futex` parks at once unless a spin budget is set; `Backend::Spin`
-    /// never parks. A hardware backend must be offered here (or forced with the
-    /// test-only `MWAIT_UNSAFE_FORCE=1`): a wait with one that is not panics with the
-    /// reason. One that its self-test demoted is skipped: those waits spin, then park.
+    /// never parks. A hardware backend this machine does not offer (unless forced
+    /// with the test-only `MWAIT_UNSAFE_FORCE=1`) is reported once on stderr, and
+    /// those waits use the process's backend instead (`MWAIT_STRICT=1` makes it a
+    /// panic at the first wait that needs the tier). One that its self-test demoted
+    /// is skipped: those waits spin, then park.
     pub const fn backend(mut self, backend: Backend) -> WaitPolicy {
         self.backend = Some(backend);
         self
@@ -262,7 +264,11 @@ impl WaitPolicy {
         let (backend, hw) = match self.backend {
             None => (sel.backend, sel.hw),
             Some(b) if b == sel.backend => (b, sel.hw),
-            Some(b) => (b, backend_hw(b)),
+            Some(b) => match backend_hw(b) {
+                ForcedTier::Built(hw) => (b, hw),
+                // Reported once (`backend_hw`): these waits use the process's choice.
+                ForcedTier::Unavailable => (sel.backend, sel.hw),
+            },
         };
         let d = &sel.defaults;
         let auto_spin = match backend {
@@ -298,22 +304,13 @@ impl WaitPolicy {
 
 /// The process's `MWAIT_MOVE_APART`: `1`, `true` or `on` turns moving apart on for
 /// every policy that does not say; unset, `0`, `false` or `off` leave it off; any
-/// other value is warned about once on stderr and leaves it off.
+/// other value is reported once on stderr, as every bad setting is, and leaves it
+/// off (a panic under `MWAIT_STRICT=1`).
 fn move_apart_by_default() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| match std::env::var("MWAIT_MOVE_APART") {
-        Err(_) => false,
-        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
-            "1" | "true" | "on" => true,
-            "" | "0" | "false" | "off" => false,
-            _ => {
-                eprintln!(
-                    "mwait: MWAIT_MOVE_APART={v:?} is not one of 0/1/false/true/off/on; \
-                     using 0 (threads are never moved)"
-                );
-                false
-            }
-        },
+    *ON.get_or_init(|| {
+        crate::sys::settings::bool_var("MWAIT_MOVE_APART", "0 (threads are never moved)")
+            .unwrap_or(false)
     })
 }
 
@@ -352,6 +349,11 @@ impl Resolved {
 /// What it cannot settle: the hardware tier of a backend that one wait forces with
 /// [`WaitPolicy::backend`], built at that wait's first use (make such a wait once
 /// before forking).
+///
+/// # Panics
+///
+/// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+/// refused (the crate docs' "Environment"); without it no setting makes this panic.
 ///
 /// # Examples
 ///

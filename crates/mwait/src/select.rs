@@ -6,6 +6,7 @@ use crate::backend::kind::Backend;
 use crate::backend::spin::SpinPause;
 use crate::backend::{self, HwTier};
 use crate::detect::Capabilities;
+use crate::sys::settings::{self, Applied};
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -70,6 +71,9 @@ pub(crate) struct EnvConfig {
     /// [`select`] honours it only when the process's environment has
     /// `MWAIT_UNSAFE_FORCE=1` as well (else it only plans).
     pub unsafe_force: bool,
+    /// Whether `backend` came from [`Settings::backend`](crate::Settings::backend),
+    /// not from `MWAIT_BACKEND`.
+    pub backend_from_code: bool,
 }
 
 impl EnvConfig {
@@ -80,7 +84,25 @@ impl EnvConfig {
             backend: var("MWAIT_BACKEND"),
             disable: var("MWAIT_DISABLE"),
             unsafe_force: var("MWAIT_UNSAFE_FORCE").is_some_and(|v| v.trim() == "1"),
+            backend_from_code: false,
         }
+    }
+
+    /// The variables of this process, and what code applied: its backend where
+    /// `MWAIT_BACKEND` is unset (the operator's word comes first), its disabled
+    /// backends beside `MWAIT_DISABLE`'s.
+    pub(crate) fn for_process(code: &Applied) -> EnvConfig {
+        let mut env = EnvConfig::from_env();
+        if let (None, Some(b)) = (&env.backend, code.backend) {
+            env.backend = Some(b.to_string());
+            env.backend_from_code = true;
+        }
+        if !code.disable.is_empty() {
+            let mut list: Vec<&str> = env.disable.as_deref().into_iter().collect();
+            list.extend(&code.disable);
+            env.disable = Some(list.join(","));
+        }
+        env
     }
 }
 
@@ -228,7 +250,9 @@ fn plan_forced(
     }
     Ok(Selection {
         backend: b,
-        reason: if offered {
+        reason: if env.backend_from_code {
+            format!("forced by Settings::backend({b})")
+        } else if offered {
             format!("forced by MWAIT_BACKEND={b}")
         } else {
             format!(
@@ -349,7 +373,8 @@ pub(crate) fn select(caps: &Capabilities, env: &EnvConfig) -> Result<Selection, 
     }
 }
 
-fn missing_reason(caps: &Capabilities, b: Backend) -> String {
+/// Why this machine does not offer `b`.
+pub(crate) fn missing_reason(caps: &Capabilities, b: Backend) -> String {
     match b {
         Backend::Umwait => "CPUID.7.0:ECX[5] WAITPKG is 0".into(),
         Backend::Mwaitx => "CPUID.8000_0001:ECX[29] MONITORX is 0".into(),
@@ -370,10 +395,122 @@ fn offered_reason(b: Backend) -> &'static str {
     }
 }
 
-static SELECTION: OnceLock<Result<Selection, SelectError>> = OnceLock::new();
+/// [`select`] once the settings it refused are left out, each reported in a line
+/// (the variable, its value, why it was refused): the choice the waits use when
+/// `MWAIT_STRICT=1` is not set. An unknown name in `MWAIT_DISABLE` is left out of the
+/// list, an unknown or unusable `MWAIT_BACKEND` leaves the choice to detection.
+fn select_leniently(caps: &Capabilities, env: &EnvConfig) -> (Selection, Vec<String>) {
+    let mut problems = Vec::new();
+    let mut env = env.clone();
+    if let Some(list) = env.disable.take() {
+        let mut kept = Vec::new();
+        for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match parse_disable(Some(item)) {
+                Ok(_) => kept.push(item),
+                Err(e) => problems.push(format!(
+                    "MWAIT_DISABLE={list}: {}, left out",
+                    e.0.trim_start_matches("MWAIT_DISABLE: ")
+                )),
+            }
+        }
+        env.disable = (!kept.is_empty()).then(|| kept.join(","));
+    }
+    if let Err(e) = parse_backend(env.backend.as_deref()) {
+        problems.push(format!(
+            "MWAIT_BACKEND={}: {}",
+            env.backend.take().unwrap_or_default(),
+            e.0.trim_start_matches("MWAIT_BACKEND: ")
+        ));
+    }
+    let sel = match select(caps, &env) {
+        Ok(sel) => sel,
+        Err(e) => {
+            problems.push(e.0);
+            env.backend = None;
+            // Without a forced backend and with known names only, nothing is
+            // refused: `plan_auto` always finds a backend (spin at the least).
+            select(caps, &env).expect("an automatic choice is never refused")
+        }
+    };
+    (sel, problems)
+}
 
-/// The process's backend choice, made once from [`Capabilities::detect`] and the
-/// environment, or the reason the environment's choice was refused.
+/// The process's choice: what [`select`] made of the settings, and, where it refused
+/// them and `MWAIT_STRICT=1` is not set, the choice the waits use instead.
+struct Choice {
+    made: Result<Selection, SelectError>,
+    instead: Option<Selection>,
+}
+
+static SELECTION: OnceLock<Choice> = OnceLock::new();
+
+/// Makes the process's choice, reports each setting it left out, and with
+/// `MWAIT_LOG=1` writes the choice to stderr.
+fn choose() -> Choice {
+    let caps = Capabilities::detect();
+    let env = EnvConfig::for_process(&settings::freeze());
+    let made = select(caps, &env);
+    let instead = match &made {
+        Err(_) if !settings::strict() => {
+            let (sel, problems) = select_leniently(caps, &env);
+            for p in problems {
+                settings::warn(&format!(
+                    "{p}; waits use {} instead ({}); MWAIT_STRICT=1 makes this an error",
+                    sel.backend, sel.reason
+                ));
+            }
+            Some(sel)
+        }
+        _ => None,
+    };
+    if settings::log() {
+        match instead.as_ref().map_or(made.as_ref(), Ok) {
+            Ok(sel) => settings::warn(&sel.describe()),
+            Err(e) => settings::warn(&format!("refused: {e} (MWAIT_STRICT=1)")),
+        }
+    }
+    Choice { made, instead }
+}
+
+impl Selection {
+    /// The one line `MWAIT_LOG=1` writes: the backend, why, the budgets, the kill
+    /// switch's backends and the notify mode.
+    fn describe(&self) -> String {
+        let disabled: Vec<&str> = self.disabled.iter().map(|b| b.name()).collect();
+        format!(
+            "backend {} ({}); spin budget {} ns{}, hardware budget {} ns; disabled: {}; \
+             notify: {}",
+            self.backend,
+            self.reason,
+            self.defaults.spin_ns,
+            if self.defaults.spin_ns > 0 {
+                " (adaptive waits size theirs from the measured wake-up latency)"
+            } else {
+                ""
+            },
+            if self.hw.is_some() {
+                self.defaults.hw_ns
+            } else {
+                0
+            },
+            if disabled.is_empty() {
+                "none".to_string()
+            } else {
+                disabled.join(",")
+            },
+            if settings::membarrier_wanted() {
+                "membarrier where the kernel offers it"
+            } else {
+                "fenced (MWAIT_MEMBARRIER=0)"
+            }
+        )
+    }
+}
+
+/// The process's backend choice, made once from [`Capabilities::detect`], the
+/// environment and the [`Settings`](crate::Settings) applied before it, or the
+/// reason the choice they asked for was refused. Where it was refused, the waits use
+/// the automatic choice instead ([`selection`]), unless `MWAIT_STRICT=1` is set.
 ///
 /// # Examples
 ///
@@ -384,18 +521,20 @@ static SELECTION: OnceLock<Result<Selection, SelectError>> = OnceLock::new();
 /// }
 /// ```
 pub fn try_selection() -> Result<&'static Selection, &'static SelectError> {
-    SELECTION
-        .get_or_init(|| select(Capabilities::detect(), &EnvConfig::from_env()))
-        .as_ref()
+    SELECTION.get_or_init(choose).made.as_ref()
 }
 
-/// The process's backend choice.
+/// The process's backend choice: the one the waits use.
+///
+/// A setting this machine cannot honour (an unknown name in `MWAIT_DISABLE`, a
+/// `MWAIT_BACKEND` it does not offer) is reported once on stderr, with what is
+/// used instead, and left out: the choice is then made as if it were unset.
 ///
 /// # Panics
 ///
-/// When `MWAIT_BACKEND` or `MWAIT_DISABLE` asks for something this machine cannot do:
-/// a wait must not silently use another mechanism than the one its operator forced.
-/// Call [`try_selection`] at start-up to report that error yourself.
+/// Only with `MWAIT_STRICT=1`, when a setting asks for something this machine cannot
+/// do: for operators who want a wait never to use another mechanism than the one
+/// they forced. Call [`try_selection`] at start-up to report that error yourself.
 ///
 /// # Examples
 ///
@@ -404,21 +543,33 @@ pub fn try_selection() -> Result<&'static Selection, &'static SelectError> {
 /// assert!(!sel.reason.is_empty());
 /// ```
 pub fn selection() -> &'static Selection {
-    match try_selection() {
-        Ok(s) => s,
-        Err(e) => panic!("mwait: {e}"),
+    let c = SELECTION.get_or_init(choose);
+    match (&c.made, &c.instead) {
+        (Ok(s), _) | (Err(_), Some(s)) => s,
+        (Err(e), None) => panic!("mwait: {e} (MWAIT_STRICT=1 makes a bad setting an error)"),
     }
 }
 
+/// The hardware tier a [`WaitPolicy::backend`](crate::WaitPolicy::backend) asks for.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum ForcedTier {
+    /// The backend's tier (`None`: it has none, or its self-test demoted it).
+    Built(Option<HwTier>),
+    /// This machine does not offer the backend: the waits use the process's choice.
+    Unavailable,
+}
+
 /// The hardware tier of `b` for a per-call forced backend, built once per backend.
-pub(crate) fn backend_hw(b: Backend) -> Option<HwTier> {
+/// One this machine does not offer is reported once on stderr (a panic under
+/// `MWAIT_STRICT=1`), and its waits use the process's choice.
+pub(crate) fn backend_hw(b: Backend) -> ForcedTier {
     if !b.is_hardware() {
-        return None;
+        return ForcedTier::Built(None);
     }
     // The model checker has no hardware: every hardware tier is loom's stand-in, an
     // episode that may end spuriously at any point.
     if let Some(m) = backend::model::Model::new() {
-        return Some(HwTier::Model(m));
+        return ForcedTier::Built(Some(HwTier::Model(m)));
     }
     {
         static CACHE: [OnceLock<Result<HwTier, backend::HwError>>; 4] = [
@@ -437,19 +588,31 @@ pub(crate) fn backend_hw(b: Backend) -> Option<HwTier> {
             let caps = Capabilities::detect();
             let env = EnvConfig::from_env();
             let offered = caps.offers(b);
-            if !offered && !env.unsafe_force {
-                return Err(backend::HwError::Unavailable(format!(
+            let tier = if !offered && !env.unsafe_force {
+                Err(backend::HwError::Unavailable(format!(
                     "this machine does not offer it ({})",
                     missing_reason(caps, b)
-                )));
+                )))
+            } else {
+                backend::hw_tier(b, caps, !offered)
+            };
+            if let Err(e @ backend::HwError::Unavailable(_)) = &tier {
+                let problem = format!("WaitPolicy::backend({b}): {e}");
+                settings::refuse_or_warn(
+                    &format!(
+                        "{problem}; these waits use the process's backend ({}) instead",
+                        selection().backend
+                    ),
+                    &problem,
+                );
             }
-            backend::hw_tier(b, caps, !offered)
+            tier
         });
         match r {
-            Ok(t) => Some(*t),
+            Ok(t) => ForcedTier::Built(Some(*t)),
             // A tier that failed its self-test is a no-op here: these waits skip it.
-            Err(backend::HwError::Demoted(_)) => None,
-            Err(e) => panic!("mwait: WaitPolicy::backend({b}): {e}"),
+            Err(backend::HwError::Demoted(_)) => ForcedTier::Built(None),
+            Err(_) => ForcedTier::Unavailable,
         }
     }
 }

@@ -25,7 +25,11 @@ fn child(case: &str, vars: &[(&str, &str)]) -> (bool, String) {
         .env(CHILD, case)
         .env_remove("MWAIT_BACKEND")
         .env_remove("MWAIT_DISABLE")
-        .env_remove("MWAIT_UNSAFE_FORCE");
+        .env_remove("MWAIT_UNSAFE_FORCE")
+        .env_remove("MWAIT_STRICT")
+        .env_remove("MWAIT_LOG")
+        .env_remove("MWAIT_MEMBARRIER")
+        .env_remove("MWAIT_MOVE_APART");
     for (k, v) in vars {
         cmd.env(k, v);
     }
@@ -53,10 +57,83 @@ fn child_entry() {
             let r = cell.wait_until_timeout(|v| v == 2, std::time::Duration::from_micros(1));
             println!("waited: {r:?}");
         }
+        "waits" => waits_in_threads(&mwait::WaitPolicy::new()),
+        "policy_backend" => {
+            let b: Backend = std::env::var("MWAIT_TEST_POLICY_BACKEND")
+                .unwrap()
+                .parse()
+                .unwrap();
+            waits_in_threads(&mwait::WaitPolicy::new().backend(b));
+        }
+        "settings" => settings_from_code(),
         #[cfg(target_os = "linux")]
         "membarrier_denied" => membarrier_denied_after_registration(),
         other => panic!("unknown case {other}"),
     }
+}
+
+/// Waits under `policy` in four threads, each one that times out and one that parks
+/// and is woken by a store (so that the `membarrier` registration runs too).
+fn waits_in_threads(policy: &mwait::WaitPolicy) {
+    use std::time::Duration;
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                let cell = mwait::WaitCell::new(0);
+                let deadline = std::time::Instant::now() + Duration::from_micros(50);
+                let r = cell.wait_until_deadline_with(|v| v == 1, deadline, policy);
+                assert_eq!(r, mwait::WaitResult::TimedOut(0));
+                std::thread::scope(|s| {
+                    let waiter = s.spawn(|| cell.wait_until_with(|v| v == 2, policy));
+                    std::thread::sleep(Duration::from_millis(5));
+                    cell.store(2);
+                    assert_eq!(waiter.join().unwrap(), 2);
+                });
+            });
+        }
+    });
+    println!("waits: ok");
+}
+
+/// The child of [`settings_from_code_apply_before_the_first_wait_only`].
+fn settings_from_code() {
+    use mwait::{NotifyMode, Settings, SettingsError};
+    let caps = Capabilities::detect();
+    if let Some(&missing) = [Backend::Umwait, Backend::Mwaitx, Backend::Kernel]
+        .iter()
+        .find(|b| !caps.offers(**b))
+    {
+        let e = Settings::new().backend(missing).apply().unwrap_err();
+        assert!(
+            matches!(e, SettingsError::NotOffered { backend, .. } if backend == missing),
+            "{e}"
+        );
+    }
+    Settings::new()
+        .backend(Backend::Futex)
+        .disable(Backend::Umwait)
+        .notify_mode(NotifyMode::Fenced)
+        .apply()
+        .unwrap();
+    waits_in_threads(&mwait::WaitPolicy::new());
+    let sel = mwait::selection();
+    assert_eq!(sel.backend, Backend::Futex);
+    assert!(
+        sel.reason.contains("Settings::backend(futex)"),
+        "{}",
+        sel.reason
+    );
+    assert!(sel.disabled.contains(&Backend::Umwait));
+    assert_eq!(
+        Settings::new().disable(Backend::Kernel).apply(),
+        Err(SettingsError::AlreadyChosen)
+    );
+    println!("settings: ok");
+}
+
+/// The lines mwait wrote about its settings.
+fn warnings(out: &str) -> Vec<&str> {
+    out.lines().filter(|l| l.starts_with("mwait: ")).collect()
 }
 
 /// The child of [`a_process_that_loses_membarrier_falls_back_to_fenced_notifies`]:
@@ -136,23 +213,180 @@ fn forced_spin_and_futex_are_used_and_reported() {
     }
 }
 
+/// A backend the machine lacks, forced by `MWAIT_BACKEND`, is reported in one line
+/// (the variable, its value, what is used instead) and the waits use the automatic
+/// choice; under `MWAIT_STRICT=1` the first wait panics with the reason.
 #[test]
-fn forcing_a_backend_the_cpu_lacks_fails_loudly_on_first_wait() {
+fn forcing_a_backend_the_cpu_lacks_warns_once_and_waits() {
     let caps = Capabilities::detect();
     for b in Backend::ALL.into_iter().filter(|b| b.is_hardware()) {
-        let (ok, out) = child("wait", &[("MWAIT_BACKEND", b.name())]);
+        let (ok, out) = child("waits", &[("MWAIT_BACKEND", b.name())]);
+        assert!(ok, "{b}: {out}");
         if caps.offers(b) {
-            assert!(ok, "{b} is offered here, forcing it must work: {out}");
-        } else {
-            assert!(!ok, "{b} is not offered here, forcing it must fail: {out}");
-            assert!(
-                out.contains(&format!(
-                    "mwait: MWAIT_BACKEND={b}: this machine does not offer it"
-                )),
-                "{out}"
-            );
+            assert!(warnings(&out).is_empty(), "{b} is offered here: {out}");
+            continue;
         }
+        let lines = warnings(&out);
+        assert_eq!(lines.len(), 1, "one line per process: {out}");
+        assert!(
+            lines[0].contains(&format!(
+                "MWAIT_BACKEND={b}: this machine does not offer it"
+            )) && lines[0].contains("waits use"),
+            "{out}"
+        );
+        let (ok, out) = child(
+            "wait",
+            &[("MWAIT_BACKEND", b.name()), ("MWAIT_STRICT", "1")],
+        );
+        assert!(
+            !ok,
+            "{b} is not offered here, MWAIT_STRICT=1 must refuse it: {out}"
+        );
+        assert!(
+            out.contains(&format!(
+                "mwait: MWAIT_BACKEND={b}: this machine does not offer it"
+            )),
+            "{out}"
+        );
     }
+}
+
+/// A typo in the kill switch is reported in one line and left out; the waits work.
+#[test]
+fn a_typo_in_mwait_disable_warns_once_and_waits() {
+    let (ok, out) = child("waits", &[("MWAIT_DISABLE", "umwiat")]);
+    assert!(ok, "{out}");
+    assert!(out.contains("waits: ok"), "{out}");
+    let lines = warnings(&out);
+    assert_eq!(lines.len(), 1, "one line per process: {out}");
+    assert!(
+        lines[0].starts_with("mwait: MWAIT_DISABLE=umwiat: unknown backend `umwiat`"),
+        "{out}"
+    );
+    // The known names of the list still count.
+    let (ok, out) = child("report", &[("MWAIT_DISABLE", "umwiat,futex")]);
+    assert!(ok, "{out}");
+    assert!(!out.contains("backend=futex "), "{out}");
+    assert_eq!(warnings(&out).len(), 1, "{out}");
+}
+
+/// `MWAIT_STRICT=1` keeps the refusal: the first wait panics with the rule.
+#[test]
+fn strict_mode_refuses_a_bad_setting_at_the_first_wait() {
+    let (ok, out) = child(
+        "wait",
+        &[("MWAIT_DISABLE", "umwiat"), ("MWAIT_STRICT", "1")],
+    );
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("mwait: MWAIT_DISABLE: unknown backend `umwiat`")
+            && out.contains("MWAIT_STRICT=1"),
+        "{out}"
+    );
+    let (ok, out) = child(
+        "waits",
+        &[("MWAIT_MEMBARRIER", "yes"), ("MWAIT_STRICT", "1")],
+    );
+    assert!(!ok, "{out}");
+    assert!(out.contains("MWAIT_MEMBARRIER=yes: not one of"), "{out}");
+}
+
+/// A policy that asks for a hardware backend this machine lacks waits with the
+/// process's backend, after one line on stderr; `MWAIT_STRICT=1` makes it a panic.
+#[test]
+fn a_policy_backend_the_cpu_lacks_warns_once_and_waits() {
+    let caps = Capabilities::detect();
+    let Some(b) = [Backend::Mwaitx, Backend::Umwait, Backend::Kernel]
+        .into_iter()
+        .find(|b| !caps.offers(*b))
+    else {
+        return; // every hardware backend is offered here
+    };
+    let (ok, out) = child("policy_backend", &[("MWAIT_TEST_POLICY_BACKEND", b.name())]);
+    assert!(ok, "{out}");
+    assert!(out.contains("waits: ok"), "{out}");
+    let lines = warnings(&out);
+    assert_eq!(lines.len(), 1, "one line per process: {out}");
+    assert!(
+        lines[0].contains(&format!(
+            "WaitPolicy::backend({b}): this machine does not offer it"
+        )),
+        "{out}"
+    );
+    let (ok, out) = child(
+        "policy_backend",
+        &[
+            ("MWAIT_TEST_POLICY_BACKEND", b.name()),
+            ("MWAIT_STRICT", "1"),
+        ],
+    );
+    assert!(!ok, "{out}");
+    assert!(out.contains(&format!("WaitPolicy::backend({b})")), "{out}");
+}
+
+/// A value of `MWAIT_MEMBARRIER` that is not a yes or a no is reported once and
+/// the default used; `off` is a no.
+#[test]
+fn a_bad_membarrier_value_warns_once_and_waits() {
+    let (ok, out) = child("waits", &[("MWAIT_MEMBARRIER", "yes")]);
+    assert!(ok, "{out}");
+    let lines = warnings(&out);
+    assert_eq!(lines.len(), 1, "one line per process: {out}");
+    assert!(
+        lines[0].contains("MWAIT_MEMBARRIER=yes: not one of 0, 1, false, true, off, on; using 1"),
+        "{out}"
+    );
+    let (ok, out) = child("waits", &[("MWAIT_MEMBARRIER", "off"), ("MWAIT_LOG", "1")]);
+    assert!(ok, "{out}");
+    assert!(out.contains("notify: fenced"), "{out}");
+}
+
+/// `MWAIT_MOVE_APART`, another yes-or-no variable, is read the same way: a bad value
+/// is reported once and leaves moving apart off; `MWAIT_STRICT=1` makes it a panic.
+#[test]
+fn a_bad_move_apart_value_warns_once_and_waits() {
+    let (ok, out) = child("waits", &[("MWAIT_MOVE_APART", "maybe")]);
+    assert!(ok, "{out}");
+    let lines = warnings(&out);
+    assert_eq!(lines.len(), 1, "one line per process: {out}");
+    assert!(
+        lines[0].starts_with("mwait: MWAIT_MOVE_APART=maybe: not one of 0, 1, false"),
+        "{out}"
+    );
+    let (ok, out) = child(
+        "waits",
+        &[("MWAIT_MOVE_APART", "maybe"), ("MWAIT_STRICT", "1")],
+    );
+    assert!(!ok, "{out}");
+    assert!(out.contains("MWAIT_MOVE_APART=maybe"), "{out}");
+}
+
+/// `MWAIT_LOG=1` writes the choice once: the backend, why, the budgets.
+#[test]
+fn mwait_log_writes_the_choice_once() {
+    let (ok, out) = child("waits", &[("MWAIT_LOG", "1")]);
+    assert!(ok, "{out}");
+    let lines = warnings(&out);
+    assert_eq!(lines.len(), 1, "{out}");
+    let sel = mwait::selection();
+    assert!(
+        lines[0].starts_with(&format!("mwait: backend {} (", sel.backend))
+            && lines[0].contains("spin budget")
+            && lines[0].contains("hardware budget"),
+        "{out}"
+    );
+    let (ok, out) = child("waits", &[]);
+    assert!(ok, "{out}");
+    assert!(warnings(&out).is_empty(), "silent without MWAIT_LOG: {out}");
+}
+
+/// Settings from code apply before the first wait and are refused after it.
+#[test]
+fn settings_from_code_apply_before_the_first_wait_only() {
+    let (ok, out) = child("settings", &[]);
+    assert!(ok, "{out}");
+    assert!(out.contains("settings: ok"), "{out}");
+    assert!(warnings(&out).is_empty(), "{out}");
 }
 
 #[test]
@@ -171,9 +405,11 @@ fn kill_switch_removes_hardware_backends_from_auto_selection() {
 #[test]
 fn garbage_in_the_environment_names_the_variable() {
     let (ok, out) = child("wait", &[("MWAIT_BACKEND", "warp-drive")]);
-    assert!(!ok);
+    assert!(ok, "{out}");
+    let lines = warnings(&out);
+    assert_eq!(lines.len(), 1, "{out}");
     assert!(
-        out.contains("MWAIT_BACKEND: unknown backend `warp-drive`"),
+        lines[0].contains("MWAIT_BACKEND=warp-drive: unknown backend `warp-drive`"),
         "{out}"
     );
 }

@@ -1,12 +1,9 @@
 //! A drop-in for the `atomic-wait` crate: the same three functions with the same
 //! signatures, implemented on [`mwait::atomic`], so that a program or a library built
 //! on `atomic-wait` (a lock, a channel, a condition variable) takes mwait's waits
-//! through one line of its `Cargo.toml`:
-//!
-//! ```toml
-//! [patch.crates-io]
-//! atomic-wait = { path = "path/to/mwait/integrations/atomic-wait" }
-//! ```
+//! through its `Cargo.toml` (`atomic-wait = { package = "mwait-atomic-wait", version =
+//! "1.1.0" }`, or for a whole dependency tree a `[patch.crates-io]`: the README has
+//! the lines to paste).
 //!
 //! What changes for such a program: a wake of a word nobody is parked on costs one
 //! load and no system call, and a wait spins briefly and watches the word's line in
@@ -14,12 +11,11 @@
 //! ends only when the word holds another value or a wake reaches it, and `wake_one`
 //! still wakes at most one parked thread of that word.
 //!
-//! One difference the contract allows: `atomic-wait`'s `wait` may return spuriously,
-//! and returns after any wake; this one returns only once it has seen a value other
-//! than `value` (a wake that finds the word unchanged sends it back to waiting). A
-//! program that is correct on a futex changes the word before it wakes a waiter (a
-//! wake that precedes the waiter's sleep is otherwise lost), so it sees no
-//! difference.
+//! `wait` returns, as `atomic-wait`'s does, when the word holds another value or a
+//! `wake_one`/`wake_all` of it finds the waiter asleep, changed value or not. The one
+//! difference: a wake that comes in the first tens of microseconds of a wait, while
+//! the waiter still spins or watches the line instead of sleeping, ends it only if
+//! the word changed.
 //!
 //! # Examples
 //!
@@ -41,8 +37,8 @@
 
 use std::sync::atomic::AtomicU32;
 
-/// If the value is `value`, waits until it is not (see the crate docs for how this
-/// refines `atomic-wait`'s "until woken up").
+/// If the value is `value`, waits until woken up: by a wake of this atomic, or by
+/// its change to another value. Like `atomic-wait`'s, it may return spuriously.
 ///
 /// # Examples
 ///
@@ -52,7 +48,7 @@ use std::sync::atomic::AtomicU32;
 /// ```
 #[inline]
 pub fn wait(atomic: &AtomicU32, value: u32) {
-    mwait::atomic::wait(atomic, value);
+    mwait::atomic::wait_or_woken(atomic, value);
 }
 
 /// Wakes one thread that is waiting on this atomic.

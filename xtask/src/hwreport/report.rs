@@ -410,8 +410,8 @@ fn block(w: &mut String, title: &str, intro: &str, output: Option<&str>) {
 pub const SEND_FOOTER: &str = "\
 ## How to send this report
 
-Open an issue in the project's tracker (the `repository` of the workspace's
-`Cargo.toml`) titled `hardware report: <CPU brand>`, and attach
+Open an issue in the project's tracker titled `hardware report: <CPU brand>`,
+and attach
 `target/mwait-hw-report.md` (or paste it). The report holds the CPU's identity,
 CPUID, the kernel release, the commit and the timings above; no host name, user
 name or path outside the checkout. If the CPUID dump is of a CPU the tests do

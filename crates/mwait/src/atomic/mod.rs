@@ -165,6 +165,11 @@ impl Atomic for AtomicU64 {
 /// waiting). It may miss intermediate values: a word that goes 0 → 1 → 0 while the
 /// waiter sleeps keeps it waiting.
 ///
+/// # Panics
+///
+/// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+/// refused (the crate docs' "Environment"); without it no setting makes this panic.
+///
 /// # Examples
 ///
 /// ```
@@ -176,7 +181,58 @@ pub fn wait<A: Atomic>(atomic: &A, expected: A::Value) -> A::Value {
     wait_ns(atomic, |v| v != expected, None).value
 }
 
+/// Blocks while `atomic` holds `expected` and no wake reaches this waiter: a wait
+/// with a futex's contract, which [`wait`] refines. It returns the value it then
+/// holds, which may be `expected`: after a [`wake_one`] or [`wake_all`] of the word
+/// that found this waiter asleep, whether or not the word changed.
+///
+/// A wake that comes while the waiter still spins or watches the line in hardware,
+/// before it sleeps, ends the wait only where the word changed (as a wake that
+/// comes before a futex waiter's sleep finds nobody to wake).
+///
+/// # Panics
+///
+/// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+/// refused (the crate docs' "Environment"); without it no setting makes this panic.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// use std::time::Duration;
+///
+/// static W: AtomicU32 = AtomicU32::new(0);
+/// let sleeper = std::thread::spawn(|| mwait::atomic::wait_or_woken(&W, 0));
+/// // Once the sleeper is parked, a wake with no change ends its wait.
+/// while mwait::atomic::parked_waiters(&W) == 0 {
+///     std::thread::sleep(Duration::from_millis(1));
+/// }
+/// mwait::atomic::wake_all(&W);
+/// assert_eq!(sleeper.join().unwrap(), 0);
+/// ```
+#[inline]
+pub fn wait_or_woken<A: Atomic>(atomic: &A, expected: A::Value) -> A::Value {
+    let woken = std::cell::Cell::new(false);
+    let b = bucket(atomic as *const A as usize);
+    let v = atomic.load_acquire();
+    if v != expected {
+        return ladder::end(b.stats(), Outcome::before_ladder(v, Ended::Entry)).value;
+    }
+    let word = TableWord {
+        atomic,
+        bucket: b,
+        woken: Some(&woken),
+    };
+    let mut pred = |v| v != expected || woken.get();
+    climb(word, &mut pred, None).value
+}
+
 /// Blocks while `atomic` holds `expected`, at most `timeout`.
+///
+/// # Panics
+///
+/// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+/// refused (the crate docs' "Environment"); without it no setting makes this panic.
 ///
 /// # Examples
 ///
@@ -204,6 +260,11 @@ pub fn wait_timeout<A: Atomic>(
 
 /// Blocks while `atomic` holds `expected`, until the clock reaches `deadline`.
 ///
+/// # Panics
+///
+/// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+/// refused (the crate docs' "Environment"); without it no setting makes this panic.
+///
 /// # Examples
 ///
 /// ```
@@ -230,6 +291,11 @@ pub fn wait_deadline<A: Atomic>(
 /// no deadline). Returns [`WaitResult::Ready`] with the value `pred` accepted, or
 /// [`WaitResult::TimedOut`] with the last value seen.
 ///
+/// # Panics
+///
+/// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+/// refused (the crate docs' "Environment"); without it no setting makes this panic.
+///
 /// # Examples
 ///
 /// ```
@@ -252,6 +318,65 @@ pub fn wait_until<A: Atomic>(
     deadline: Option<Instant>,
 ) -> WaitResult<A::Value> {
     result(wait_ns(atomic, pred, deadline.map(clock::instant_to_ns)))
+}
+
+/// Blocks until `pred` accepts the value of `atomic` or `timeout` passes, as
+/// [`WaitCell::wait_until_timeout`](crate::WaitCell::wait_until_timeout) does for a
+/// cell.
+///
+/// # Panics
+///
+/// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+/// refused (the crate docs' "Environment"); without it no setting makes this panic.
+///
+/// # Examples
+///
+/// ```
+/// use mwait::WaitResult;
+/// use std::sync::atomic::AtomicU64;
+/// use std::time::Duration;
+///
+/// let a = AtomicU64::new(3);
+/// let r = mwait::atomic::wait_until_timeout(&a, |v| v > 5, Duration::from_micros(50));
+/// assert_eq!(r, WaitResult::TimedOut(3));
+/// assert_eq!(mwait::atomic::wait_until_timeout(&a, |v| v == 3, Duration::ZERO).ready(), Some(3));
+/// ```
+#[inline]
+pub fn wait_until_timeout<A: Atomic>(
+    atomic: &A,
+    pred: impl FnMut(A::Value) -> bool,
+    timeout: Duration,
+) -> WaitResult<A::Value> {
+    result(wait_ns(atomic, pred, Some(clock::after(timeout))))
+}
+
+/// Blocks until `pred` accepts the value of `atomic` or the clock reaches
+/// `deadline`, as
+/// [`WaitCell::wait_until_deadline`](crate::WaitCell::wait_until_deadline) does for a
+/// cell.
+///
+/// # Panics
+///
+/// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+/// refused (the crate docs' "Environment"); without it no setting makes this panic.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// use std::time::Instant;
+///
+/// let a = AtomicU32::new(1);
+/// let r = mwait::atomic::wait_until_deadline(&a, |v| v == 2, Instant::now());
+/// assert_eq!(r.ready(), None);
+/// ```
+#[inline]
+pub fn wait_until_deadline<A: Atomic>(
+    atomic: &A,
+    pred: impl FnMut(A::Value) -> bool,
+    deadline: Instant,
+) -> WaitResult<A::Value> {
+    result(wait_ns(atomic, pred, Some(clock::instant_to_ns(deadline))))
 }
 
 /// Wakes one thread parked on the word at `ptr`, after the caller changed it (with
@@ -340,7 +465,12 @@ fn wait_ns<A: Atomic>(
             return ladder::end(b.stats(), Outcome::before_ladder(v, Ended::Inline));
         }
     }
-    climb(TableWord { atomic, bucket: b }, &mut pred, deadline_ns)
+    let word = TableWord {
+        atomic,
+        bucket: b,
+        woken: None,
+    };
+    climb(word, &mut pred, deadline_ns)
 }
 
 /// The ladder for a wait on a bare word, with the process's default policy.
@@ -368,6 +498,9 @@ fn result<V: Copy>(o: Outcome<V>) -> WaitResult<V> {
 struct TableWord<'a, A: ?Sized> {
     atomic: &'a A,
     bucket: &'static Bucket,
+    /// Set when a ring woke this waiter ([`wait_or_woken`], whose predicate then
+    /// holds whatever the value).
+    woken: Option<&'a std::cell::Cell<bool>>,
 }
 
 impl<A: ?Sized> Clone for TableWord<'_, A> {
@@ -404,6 +537,9 @@ impl<'a, A: Atomic> Word<'a> for TableWord<'a, A> {
         let parked = bell.sleep(deadline_ns);
         if bell.rung() && parked != Parked::TimedOut {
             queued.consume();
+            if let Some(woken) = self.woken {
+                woken.set(true);
+            }
         }
         Err(parked)
     }

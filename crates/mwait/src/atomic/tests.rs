@@ -167,3 +167,59 @@ fn the_table_is_32_kib_of_two_line_buckets_and_spreads_neighbouring_words() {
         buckets.len()
     );
 }
+
+/// `wait_or_woken` ends on a wake that finds its waiter asleep, changed value or
+/// not: a wake with no change, and a change undone right after the wake (the
+/// sleeper then returns the old value). `wait` sleeps through both.
+#[test]
+fn a_wake_ends_a_futex_style_wait_whatever_the_value() {
+    let w = AtomicU32::new(0);
+    thread::scope(|s| {
+        // A wake with no change.
+        let sleeper = s.spawn(|| wait_or_woken(&w, 0));
+        settle("parked", || parked_waiters(&w) == 1);
+        wake_all(&w);
+        assert_eq!(sleeper.join().unwrap(), 0);
+        // A change, its wake, and the change undone.
+        let sleeper = s.spawn(|| wait_or_woken(&w, 0));
+        settle("parked", || parked_waiters(&w) == 1);
+        w.store(1, Ordering::Release);
+        wake_one(&w);
+        w.store(0, Ordering::Release);
+        assert_eq!(sleeper.join().unwrap(), 0);
+        // `wait` goes back to sleep after the same wake, until the value changes.
+        let sleeper = s.spawn(|| wait(&w, 0));
+        settle("parked", || parked_waiters(&w) == 1);
+        wake_all(&w);
+        settle("parked again", || parked_waiters(&w) == 1);
+        assert!(!sleeper.is_finished());
+        w.store(2, Ordering::Release);
+        wake_all(&w);
+        assert_eq!(sleeper.join().unwrap(), 2);
+    });
+}
+
+/// The timed predicate waits end on a change their predicate accepts, woken from a
+/// park, and time out with the last value otherwise.
+#[test]
+fn the_timed_predicate_waits_end_on_an_accepted_change_or_time_out() {
+    let a = AtomicU64::new(0);
+    thread::scope(|s| {
+        let t = s.spawn(|| wait_until_timeout(&a, |v| v >= 2, SETTLE));
+        settle("parked", || parked_waiters(&a) == 1);
+        a.store(1, Ordering::Release);
+        wake_all(&a);
+        a.store(2, Ordering::Release);
+        wake_all(&a);
+        assert_eq!(t.join().unwrap(), WaitResult::Ready(2));
+        let t = s.spawn(|| wait_until_deadline(&a, |v| v == 9, Instant::now() + SETTLE));
+        settle("parked", || parked_waiters(&a) == 1);
+        a.store(9, Ordering::Release);
+        wake_one(&a);
+        assert_eq!(t.join().unwrap(), WaitResult::Ready(9));
+    });
+    let start = Instant::now();
+    let r = wait_until_timeout(&a, |v| v == 0, Duration::from_millis(5));
+    assert_eq!(r, WaitResult::TimedOut(9));
+    assert!(start.elapsed() >= Duration::from_millis(5));
+}

@@ -26,6 +26,11 @@ impl WaitCell {
     /// Blocks until `pred` accepts the value; returns that value. Never returns
     /// spuriously: the predicate has held for the returned value.
     ///
+    /// # Panics
+    ///
+    /// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+    /// refused (the crate docs' "Environment"); without it no setting makes this panic.
+    ///
     /// # Examples
     ///
     /// ```
@@ -46,6 +51,11 @@ impl WaitCell {
     }
 
     /// [`wait_until`](Self::wait_until) with a per-call policy.
+    ///
+    /// # Panics
+    ///
+    /// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+    /// refused (the crate docs' "Environment"); without it no setting makes this panic.
     ///
     /// # Examples
     ///
@@ -80,6 +90,11 @@ impl WaitCell {
 
     /// Blocks while the value equals `old`; returns the new value.
     ///
+    /// # Panics
+    ///
+    /// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+    /// refused (the crate docs' "Environment"); without it no setting makes this panic.
+    ///
     /// # Examples
     ///
     /// ```
@@ -92,6 +107,11 @@ impl WaitCell {
     }
 
     /// Blocks until `pred` accepts the value or `timeout` passes.
+    ///
+    /// # Panics
+    ///
+    /// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+    /// refused (the crate docs' "Environment"); without it no setting makes this panic.
     ///
     /// # Examples
     ///
@@ -111,6 +131,11 @@ impl WaitCell {
 
     /// Blocks until `pred` accepts the value or the clock reaches `deadline`.
     ///
+    /// # Panics
+    ///
+    /// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+    /// refused (the crate docs' "Environment"); without it no setting makes this panic.
+    ///
     /// # Examples
     ///
     /// ```
@@ -129,6 +154,11 @@ impl WaitCell {
     }
 
     /// [`wait_until_deadline`](Self::wait_until_deadline) with a per-call policy.
+    ///
+    /// # Panics
+    ///
+    /// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+    /// refused (the crate docs' "Environment"); without it no setting makes this panic.
     ///
     /// # Examples
     ///
@@ -151,6 +181,11 @@ impl WaitCell {
     }
 
     /// Blocks while the value equals `old`, at most `timeout`.
+    ///
+    /// # Panics
+    ///
+    /// Only with `MWAIT_STRICT=1`, when a setting this machine cannot honour is
+    /// refused (the crate docs' "Environment"); without it no setting makes this panic.
     ///
     /// # Examples
     ///

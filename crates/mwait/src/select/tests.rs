@@ -404,3 +404,36 @@ mod dumps {
         assert!(text.contains("family 0x10e"), "{text}");
     }
 }
+
+/// Without `MWAIT_STRICT=1` each refused setting is left out and named in one
+/// problem (the variable and its value); the known names of the kill switch stay.
+#[test]
+fn a_refused_environment_is_chosen_leniently_one_problem_per_setting() {
+    let env = EnvConfig {
+        backend: Some("umwait".into()),
+        disable: Some("umwiat,futex".into()),
+        ..EnvConfig::default()
+    };
+    let caps = caps_with(2, false);
+    assert!(select(&caps, &env).is_err());
+    let (sel, problems) = select_leniently(&caps, &env);
+    assert_eq!(sel.backend, Backend::Spin, "futex stays turned off");
+    assert!(sel.disabled.contains(&Backend::Futex));
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems[0].starts_with("MWAIT_DISABLE=umwiat,futex: unknown backend `umwiat`"),
+        "{problems:?}"
+    );
+    assert!(
+        problems[1].starts_with("MWAIT_BACKEND=umwait: this machine does not offer it"),
+        "{problems:?}"
+    );
+    let typo = EnvConfig {
+        backend: Some("fuutex".into()),
+        ..EnvConfig::default()
+    };
+    let (sel, problems) = select_leniently(&caps, &typo);
+    assert_eq!(sel.backend, Backend::Futex);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].starts_with("MWAIT_BACKEND=fuutex: unknown backend"));
+}

@@ -26,8 +26,9 @@
 //!   `no_dev_mwait.rs` elsewhere).
 //!
 //! At the top: the clock (`clock.rs`), reads of the host's files (`host.rs`), the
-//! counters of the `test-counters` feature (`counters.rs`), and the types the
-//! platform files share with the layers above (`contract.rs`).
+//! counters of the `test-counters` feature (`counters.rs`), the process's settings
+//! (`settings.rs`: what code applied, `MWAIT_STRICT`, `MWAIT_LOG`, `MWAIT_MEMBARRIER`),
+//! and the types the platform files share with the layers above (`contract.rs`).
 
 mod contract;
 pub(crate) use contract::{CpuidWaits, HwcapWaits, ShimWake};
@@ -38,6 +39,7 @@ pub(crate) mod clock;
 #[path = "os/cpus.rs"]
 mod cpus;
 pub(crate) mod host;
+pub(crate) mod settings;
 // The loom model counts nothing.
 #[cfg_attr(mwait_loom, allow(dead_code))]
 pub(crate) mod counters;

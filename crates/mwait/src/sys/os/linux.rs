@@ -390,7 +390,7 @@ pub(crate) fn prepare() {
 /// Whether the asymmetric barrier is wanted: `MWAIT_MEMBARRIER=0` turns it off (then
 /// every notify is a locked `xchg` and every park a plain fence).
 fn membarrier_wanted() -> bool {
-    std::env::var("MWAIT_MEMBARRIER").map_or(true, |v| v.trim() != "0")
+    super::settings::membarrier_wanted()
 }
 
 /// `membarrier(2)` commands (linux/membarrier.h; not in the libc crate).

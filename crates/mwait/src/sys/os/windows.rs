@@ -197,7 +197,7 @@ pub(crate) fn prepare() {
 /// Whether the asymmetric barrier is wanted: `MWAIT_MEMBARRIER=0` turns it off, as on
 /// Linux.
 fn membarrier_wanted() -> bool {
-    std::env::var("MWAIT_MEMBARRIER").map_or(true, |v| v.trim() != "0")
+    super::settings::membarrier_wanted()
 }
 
 /// Whether this process runs under Wine, whose `ntdll.dll` exports `wine_get_version`
