@@ -72,7 +72,6 @@ pub const SKIPPED: [&str; 4] = [
     "the_default_policy_never_calls_sched_setaffinity",
 ];
 
-
 /// The variables that choose a backend, cleared before each run.
 const BACKEND_VARS: [&str; 5] = [
     "MWAIT_BACKEND",
