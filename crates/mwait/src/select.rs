@@ -449,6 +449,10 @@ static SELECTION: OnceLock<Choice> = OnceLock::new();
 fn choose() -> Choice {
     let caps = Capabilities::detect();
     let env = EnvConfig::for_process(&settings::freeze());
+    // Every setting is read with the choice, so that a bad one is reported at the
+    // first wait that climbs, whether or not this process ever registers for the
+    // barrier (no light notify off x86-64, none before a first park).
+    let _ = settings::membarrier_wanted();
     let made = select(caps, &env);
     let instead = match &made {
         Err(_) if !settings::strict() => {
