@@ -248,7 +248,7 @@ fn wake_samples(n: usize, members: usize) -> Vec<u64> {
                 } else {
                     let m: Vec<Member> =
                         words.iter().map(|w| Member::atomic(w, expected)).collect();
-                    atomic::wait_any(&m, None);
+                    atomic::wait_any(&m);
                 }
                 took.store(now() - stamp.load(Ordering::Acquire), Ordering::Release);
                 for w in words.iter() {

@@ -101,7 +101,7 @@ fn wait_any_woken_by(which: usize) {
                 atomic::Member::atomic(&b.0, 0),
                 atomic::Member::cell(&b.1, 0),
             ];
-            atomic::wait_any(&m, None)
+            atomic::wait_any(&m)
         });
         if which == 0 {
             both.0.store(7, Ordering::Relaxed);
@@ -109,7 +109,7 @@ fn wait_any_woken_by(which: usize) {
         } else {
             both.1.store(7);
         }
-        assert_eq!(t.join().unwrap(), Some((which, 7)));
+        assert_eq!(t.join().unwrap(), (which, 7));
         assert_eq!(atomic::parked_waiters(&both.0), 0);
         assert_eq!(both.1.armed_async_waiters(), 0);
     });

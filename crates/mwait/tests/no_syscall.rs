@@ -145,7 +145,7 @@ fn a_cell_that_keeps_parking_pays_membarrier_once() {
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 #[test]
 fn a_wait_any_park_runs_one_barrier_for_all_its_members() {
-    use mwait::atomic::{wait_any, Member};
+    use mwait::atomic::{wait_any_deadline, Member};
     let _g = SERIAL.lock().unwrap();
     if std::env::var("MWAIT_MEMBARRIER").is_ok_and(|v| v.trim() == "0") {
         return; // no asymmetric barrier: parks fence instead
@@ -164,7 +164,7 @@ fn a_wait_any_park_runs_one_barrier_for_all_its_members() {
     ];
     let calls = mwait::test_counters::membarrier_calls;
     let c0 = calls();
-    assert_eq!(wait_any(&members, Some(soon())), None);
+    assert!(wait_any_deadline(&members, soon()).ready().is_none());
     let parks = calls() - c0;
     assert!(parks >= 1, "the wait parked at least once");
     // Each park of the wait (one, unless the futex returned early) runs one barrier.
@@ -173,7 +173,7 @@ fn a_wait_any_park_runs_one_barrier_for_all_its_members() {
         "{parks} membarrier calls for one timed wait_any"
     );
     let c1 = calls();
-    let _ = wait_any(&members[1..], Some(soon()));
+    let _ = wait_any_deadline(&members[1..], soon());
     assert!(
         calls() - c1 <= 2,
         "cells alone: one barrier per park ({} calls)",

@@ -598,7 +598,7 @@ fn every_entry_on_a_shared_cell_wakes_or_is_refused_and_the_notifier_survives() 
                 }
                 SharedEntry::WaitAny => {
                     let m = [mwait::atomic::Member::cell(cell, 0)];
-                    let _ = mwait::atomic::wait_any(&m, Some(deadline));
+                    let _ = mwait::atomic::wait_any_deadline(&m, deadline);
                     NEVER_WOKEN
                 }
                 SharedEntry::Async => {

@@ -27,15 +27,16 @@ use super::table::{bucket, Bucket, Doorbell, Queued};
 use crate::backend::{CState, HardwareWait, HwWake, Watched};
 use crate::cell::WaitCell;
 use crate::ladder;
+use crate::ladder::outcome::WaitResult;
 use crate::ladder::outcome::{Ended, Outcome};
 use crate::ladder::word::Word;
 use crate::policy::WaitPolicy;
-use crate::primitive::{loom_sc_fence, AtomicU32, Ordering};
+use crate::primitive::{loom_sc_fence, AtomicU32, AtomicU64, Ordering};
 use crate::sys::clock;
 use crate::sys::park::{self, Parked};
 use std::sync::Arc;
 use std::task::{Wake, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The longest hardware-tier episode of a [`wait_any`]: its monitor watches the first
 /// member's line only, so the other members are re-checked at least this often while
@@ -59,12 +60,13 @@ pub(crate) const ANY_EPISODE_NS: u64 = 2_000;
 #[derive(Copy, Clone, Debug)]
 pub struct Member<'a> {
     source: Source<'a>,
-    expected: u32,
+    expected: u64,
 }
 
 #[derive(Copy, Clone, Debug)]
 enum Source<'a> {
     Atomic(&'a AtomicU32),
+    Atomic64(&'a AtomicU64),
     Cell(&'a WaitCell),
 }
 
@@ -78,11 +80,29 @@ impl<'a> Member<'a> {
     /// use std::sync::atomic::AtomicU32;
     /// let a = AtomicU32::new(1);
     /// let m = mwait::atomic::Member::atomic(&a, 0);
-    /// assert_eq!(mwait::atomic::wait_any(&[m], None), Some((0, 1)));
+    /// assert_eq!(mwait::atomic::wait_any(&[m]), (0, 1));
     /// ```
     pub const fn atomic(word: &'a AtomicU32, expected: u32) -> Member<'a> {
         Member {
             source: Source::Atomic(word),
+            expected: expected as u64,
+        }
+    }
+
+    /// A bare 64-bit word, woken by [`wake_one`](super::wake_one) or
+    /// [`wake_all`](super::wake_all) after a change; all 64 bits are compared.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::AtomicU64;
+    /// let a = AtomicU64::new(1 << 40);
+    /// let m = mwait::atomic::Member::atomic_u64(&a, 0);
+    /// assert_eq!(mwait::atomic::wait_any(&[m]), (0, 1 << 40));
+    /// ```
+    pub const fn atomic_u64(word: &'a AtomicU64, expected: u64) -> Member<'a> {
+        Member {
+            source: Source::Atomic64(word),
             expected,
         }
     }
@@ -94,42 +114,55 @@ impl<'a> Member<'a> {
     /// ```
     /// let cell = mwait::WaitCell::new(2);
     /// let m = mwait::atomic::Member::cell(&cell, 0);
-    /// assert_eq!(mwait::atomic::wait_any(&[m], None), Some((0, 2)));
+    /// assert_eq!(mwait::atomic::wait_any(&[m]), (0, 2));
     /// ```
     pub const fn cell(cell: &'a WaitCell, expected: u32) -> Member<'a> {
         Member {
             source: Source::Cell(cell),
-            expected,
+            expected: expected as u64,
         }
     }
 
-    /// The member's word.
+    /// The member's value now (`Acquire`), widened to 64 bits.
     #[inline(always)]
-    fn word(&self) -> &'a AtomicU32 {
+    fn load(&self) -> u64 {
         match self.source {
-            Source::Atomic(w) => w,
-            Source::Cell(c) => c.as_atomic(),
+            Source::Atomic(w) => u64::from(w.load(Ordering::Acquire)),
+            Source::Atomic64(w) => w.load(Ordering::Acquire),
+            Source::Cell(c) => u64::from(c.as_atomic().load(Ordering::Acquire)),
+        }
+    }
+
+    /// The address of the member's word (its waiter-table key, for bare words).
+    #[inline(always)]
+    fn addr(&self) -> usize {
+        match self.source {
+            Source::Atomic(w) => w as *const AtomicU32 as usize,
+            Source::Atomic64(w) => w as *const AtomicU64 as usize,
+            Source::Cell(c) => c.as_atomic() as *const AtomicU32 as usize,
         }
     }
 }
 
-/// Blocks until one of `members` holds a value other than the one expected of it,
-/// or until `deadline` (`None`: no deadline). Returns the index of that member and
-/// its value (the first such member in the slice order, at the look that ended the
-/// wait), or `None` once the deadline has passed with every member as expected.
+/// Blocks until one of `members` holds a value other than the one expected of it.
+/// Returns the index of that member and its value (the first such member in the
+/// slice order, at the look that ended the wait; a 32-bit member's value widened).
 ///
 /// Every member's notifier reaches the waiter: a bare word's through
 /// [`wake_one`](super::wake_one) or [`wake_all`](super::wake_all), a cell's
 /// through its writers. A wake of one taken by this waiter when another member ends
-/// the wait is passed on to another waiter of that word.
+/// the wait is passed on to another waiter of that word. The timed forms are
+/// [`wait_any_timeout`] and [`wait_any_deadline`].
 ///
 /// # Panics
 ///
-/// If `members` is empty and there is no deadline (nothing could end the wait), or if
-/// a member is a process-shared cell ([`WaitCell::new_shared`]): this wait announces
-/// itself to a cell's notifiers with a waker of this process's, which a notifier in
-/// another process cannot call. Nothing is written to any member before the panic.
-/// Wait on a shared cell with its own blocking `wait_*` methods.
+/// If `members` is empty (nothing could end the wait), or if a member is a
+/// process-shared cell ([`WaitCell::new_shared`]): this wait announces itself to a
+/// cell's notifiers with a waker of this process's, which a notifier in another
+/// process cannot call. Nothing is written to any member before the panic. Wait on
+/// a shared cell with its own blocking `wait_*` methods. Also with `MWAIT_STRICT=1`,
+/// when a setting this machine cannot honour is refused (the crate docs'
+/// "Environment").
 ///
 /// # Examples
 ///
@@ -142,18 +175,75 @@ impl<'a> Member<'a> {
 ///     let w = &words;
 ///     let t = s.spawn(move || {
 ///         let members: Vec<Member> = w.iter().map(|a| Member::atomic(a, 0)).collect();
-///         atomic::wait_any(&members, None)
+///         atomic::wait_any(&members)
 ///     });
 ///     words[5].store(9, Ordering::Release);
 ///     atomic::wake_all(&words[5]);
-///     assert_eq!(t.join().unwrap(), Some((5, 9)));
+///     assert_eq!(t.join().unwrap(), (5, 9));
 /// });
 /// ```
-pub fn wait_any(members: &[Member<'_>], deadline: Option<Instant>) -> Option<(usize, u32)> {
+pub fn wait_any(members: &[Member<'_>]) -> (usize, u64) {
     assert!(
-        !members.is_empty() || deadline.is_some(),
-        "mwait: wait_any on no words and without a deadline would never return"
+        !members.is_empty(),
+        "mwait: wait_any on no words would never return"
     );
+    match wait_any_ns(members, None) {
+        WaitResult::Ready(r) | WaitResult::TimedOut(r) => r,
+    }
+}
+
+/// [`wait_any`] for at most `timeout`: `Ready((index, value))` as `wait_any`
+/// returns it, or `TimedOut((0, value))` once the time has passed with every member
+/// as expected (`value` is the first member's at the last look; `(0, 0)` for no
+/// members).
+///
+/// # Panics
+///
+/// If a member is a process-shared cell, as [`wait_any`]; with `MWAIT_STRICT=1`,
+/// when a setting this machine cannot honour is refused.
+///
+/// # Examples
+///
+/// ```
+/// use mwait::atomic::{self, Member};
+/// use mwait::WaitResult;
+/// use std::sync::atomic::{AtomicU32, AtomicU64};
+/// use std::time::Duration;
+///
+/// let (a, b) = (AtomicU32::new(3), AtomicU64::new(7));
+/// let m = [Member::atomic(&a, 3), Member::atomic_u64(&b, 7)];
+/// assert_eq!(atomic::wait_any_timeout(&m, Duration::from_micros(50)), WaitResult::TimedOut((0, 3)));
+/// let m = [Member::atomic(&a, 3), Member::atomic_u64(&b, 0)];
+/// assert_eq!(atomic::wait_any_timeout(&m, Duration::ZERO), WaitResult::Ready((1, 7)));
+/// ```
+pub fn wait_any_timeout(members: &[Member<'_>], timeout: Duration) -> WaitResult<(usize, u64)> {
+    wait_any_ns(members, Some(clock::after(timeout)))
+}
+
+/// [`wait_any`] until the clock reaches `deadline`, with the results of
+/// [`wait_any_timeout`].
+///
+/// # Panics
+///
+/// As [`wait_any_timeout`].
+///
+/// # Examples
+///
+/// ```
+/// use mwait::atomic::{self, Member};
+/// use std::sync::atomic::AtomicU32;
+/// use std::time::Instant;
+///
+/// let a = AtomicU32::new(1);
+/// let r = atomic::wait_any_deadline(&[Member::atomic(&a, 1)], Instant::now());
+/// assert_eq!(r.ready(), None);
+/// ```
+pub fn wait_any_deadline(members: &[Member<'_>], deadline: Instant) -> WaitResult<(usize, u64)> {
+    wait_any_ns(members, Some(clock::instant_to_ns(deadline)))
+}
+
+/// The three entries' wait: refuses shared cells, then the fast look and the ladder.
+fn wait_any_ns(members: &[Member<'_>], deadline_ns: Option<u64>) -> WaitResult<(usize, u64)> {
     if let Some(i) = members
         .iter()
         .position(|m| matches!(m.source, Source::Cell(c) if c.is_shared()))
@@ -166,28 +256,29 @@ pub fn wait_any(members: &[Member<'_>], deadline: Option<Instant>) -> Option<(us
         );
     }
     let set = Set { members };
-    let deadline_ns = deadline.map(clock::instant_to_ns);
-    let first = members
-        .first()
-        .map_or(0, |m| m.word() as *const AtomicU32 as usize);
-    let b = bucket(first);
+    let b = bucket(members.first().map_or(0, Member::addr));
     let seen = set.load_acquire();
-    if seen.is_some() {
-        return ladder::end(b.stats(), Outcome::before_ladder(seen, Ended::Entry)).value;
+    let found = if seen.is_some() {
+        ladder::end(b.stats(), Outcome::before_ladder(seen, Ended::Entry)).value
+    } else {
+        climb(
+            AnyWord {
+                set: &set,
+                bucket: b,
+            },
+            deadline_ns,
+        )
+    };
+    match found {
+        Some(r) => WaitResult::Ready(r),
+        None => WaitResult::TimedOut((0, members.first().map_or(0, Member::load))),
     }
-    climb(
-        AnyWord {
-            set: &set,
-            bucket: b,
-        },
-        deadline_ns,
-    )
 }
 
 /// The ladder for a [`wait_any`], with the process's default policy.
 #[cold]
 #[inline(never)]
-fn climb(word: AnyWord<'_, '_>, deadline_ns: Option<u64>) -> Option<(usize, u32)> {
+fn climb(word: AnyWord<'_, '_>, deadline_ns: Option<u64>) -> Option<(usize, u64)> {
     let policy = WaitPolicy::new();
     let learning = word.bucket.learning();
     let o = ladder::run_word(word, learning, &mut |v| v.is_some(), deadline_ns, &policy);
@@ -205,12 +296,12 @@ struct Set<'s, 'a> {
 
 impl Watched for Set<'_, '_> {
     /// The first member not holding its expected value, and its value.
-    type Bits = Option<(usize, u32)>;
+    type Bits = Option<(usize, u64)>;
 
     #[inline]
-    fn load_acquire(&self) -> Option<(usize, u32)> {
+    fn load_acquire(&self) -> Option<(usize, u64)> {
         self.members.iter().enumerate().find_map(|(i, m)| {
-            let v = m.word().load(Ordering::Acquire);
+            let v = m.load();
             (v != m.expected).then_some((i, v))
         })
     }
@@ -219,7 +310,7 @@ impl Watched for Set<'_, '_> {
     fn episode(
         &self,
         hw: &impl HardwareWait,
-        _old: Option<(usize, u32)>,
+        _old: Option<(usize, u64)>,
         deadline_ns: u64,
         cstate: CState,
     ) -> HwWake {
@@ -227,7 +318,13 @@ impl Watched for Set<'_, '_> {
             return HwWake::Yield;
         };
         let cap = clock::now_ns().saturating_add(ANY_EPISODE_NS);
-        match hw.wait_episode(first.word(), first.expected, deadline_ns.min(cap), cstate) {
+        let until = deadline_ns.min(cap);
+        let ended = match first.source {
+            Source::Atomic(w) => hw.wait_episode(w, first.expected as u32, until, cstate),
+            Source::Atomic64(w) => hw.wait_episode_u64(w, first.expected, until, cstate),
+            Source::Cell(c) => hw.wait_episode(c.as_atomic(), first.expected as u32, until, cstate),
+        };
+        match ended {
             HwWake::Deadline if deadline_ns > cap => HwWake::Woken,
             w => w,
         }
@@ -253,17 +350,17 @@ impl<'s, 'a: 's> Word<'s> for AnyWord<'s, 'a> {
     /// on the doorbell, withdraw from every member.
     fn park(
         self,
-        pred: &mut dyn FnMut(Option<(usize, u32)>) -> bool,
+        pred: &mut dyn FnMut(Option<(usize, u64)>) -> bool,
         deadline_ns: Option<u64>,
-    ) -> Result<Option<(usize, u32)>, Parked> {
+    ) -> Result<Option<(usize, u64)>, Parked> {
         let bell = Arc::new(Doorbell::new());
         let waker = Waker::from(Arc::new(Bell(Arc::clone(&bell))));
         let mut queued: Vec<(usize, Queued<'_>)> = Vec::new();
         let mut armed: Vec<Armed<'_>> = Vec::new();
         for (i, m) in self.set.members.iter().enumerate() {
             match m.source {
-                Source::Atomic(w) => {
-                    let addr = w as *const AtomicU32 as usize;
+                Source::Atomic(_) | Source::Atomic64(_) => {
+                    let addr = m.addr();
                     queued.push((i, bucket(addr).announce(addr, &bell))); // (3)
                 }
                 Source::Cell(c) => {
@@ -358,14 +455,14 @@ mod tests {
             thread::scope(|s| {
                 let t = s.spawn(|| {
                     let m: Vec<Member> = words.iter().map(|a| Member::atomic(a, 0)).collect();
-                    wait_any(&m, None)
+                    wait_any(&m)
                 });
                 while super::super::parked_waiters(&words[127]) == 0 {
                     thread::sleep(Duration::from_micros(100));
                 }
                 words[k].store(k as u32 + 1, Ordering::Release);
                 super::super::wake_one(&words[k]);
-                assert_eq!(t.join().unwrap(), Some((k, k as u32 + 1)));
+                assert_eq!(t.join().unwrap(), (k, k as u64 + 1));
             });
             for w in &words {
                 assert_eq!(super::super::parked_waiters(w), 0, "all withdrawn");
@@ -378,12 +475,12 @@ mod tests {
         let a = AtomicU32::new(0);
         let cell = WaitCell::new(0);
         thread::scope(|s| {
-            let t = s.spawn(|| wait_any(&[Member::atomic(&a, 0), Member::cell(&cell, 0)], None));
+            let t = s.spawn(|| wait_any(&[Member::atomic(&a, 0), Member::cell(&cell, 0)]));
             while super::super::parked_waiters(&a) == 0 {
                 thread::sleep(Duration::from_micros(100));
             }
             cell.store(4);
-            assert_eq!(t.join().unwrap(), Some((1, 4)));
+            assert_eq!(t.join().unwrap(), (1, 4));
         });
         assert_eq!(cell.armed_async_waiters(), 0);
     }
@@ -394,10 +491,36 @@ mod tests {
         let cell = WaitCell::new(1);
         let soon = Instant::now() + Duration::from_millis(20);
         let m = [Member::atomic(&a, 0), Member::cell(&cell, 1)];
-        assert_eq!(wait_any(&m, Some(soon)), None);
+        assert_eq!(wait_any_deadline(&m, soon), WaitResult::TimedOut((0, 0)));
         assert!(Instant::now() >= soon);
         assert_eq!(super::super::parked_waiters(&a), 0);
         assert_eq!(cell.armed_async_waiters(), 0);
-        assert_eq!(wait_any(&[], Some(Instant::now())), None);
+        let now = Instant::now();
+        assert_eq!(wait_any_deadline(&[], now), WaitResult::TimedOut((0, 0)));
+    }
+
+    /// A 64-bit member is compared whole: a change of its high half alone ends the
+    /// wait, through the park (a wake of the word) as through the first look.
+    #[test]
+    fn a_64_bit_member_ends_the_wait_on_a_change_of_its_high_half() {
+        let (a, b) = (AtomicU32::new(0), AtomicU64::new(5));
+        thread::scope(|s| {
+            let t = s.spawn(|| wait_any(&[Member::atomic(&a, 0), Member::atomic_u64(&b, 5)]));
+            while super::super::parked_waiters(&b) == 0 {
+                thread::sleep(Duration::from_micros(100));
+            }
+            b.store(5 | 1 << 40, Ordering::Release);
+            super::super::wake_all(&b);
+            assert_eq!(t.join().unwrap(), (1, 5 | 1 << 40));
+        });
+        assert_eq!(super::super::parked_waiters(&b), 0);
+        let r = wait_any_timeout(&[Member::atomic_u64(&b, 5)], Duration::from_millis(1));
+        assert_eq!(r, WaitResult::Ready((0, 5 | 1 << 40)));
+    }
+
+    #[test]
+    #[should_panic(expected = "on no words")]
+    fn an_untimed_wait_on_no_members_is_refused() {
+        wait_any(&[]);
     }
 }

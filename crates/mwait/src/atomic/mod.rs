@@ -110,7 +110,7 @@
 mod any;
 mod table;
 
-pub use any::{wait_any, Member};
+pub use any::{wait_any, wait_any_deadline, wait_any_timeout, Member};
 
 use crate::ladder;
 use crate::ladder::outcome::{Ended, Outcome, WaitResult};
