@@ -9,6 +9,7 @@
 pub mod atomic;
 pub mod clients;
 pub mod cold;
+pub mod energy;
 pub mod impls;
 pub mod scale;
 pub mod scenarios;

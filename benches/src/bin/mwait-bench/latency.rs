@@ -48,14 +48,18 @@ fn round_trips(o: &mut Out, ctx: &Ctx, placement: Placement) -> Vec<Row> {
     let (all, rounds) = (&ctx.all, ctx.b.rounds);
     let mut pooled: Vec<Vec<u64>> = vec![Vec::new(); all.len()];
     let mut p50s: Vec<Vec<f64>> = vec![Vec::new(); all.len()];
+    let mut energy = EnergyPer::new(ctx, all.len());
     for r in 0..rounds as usize {
         for i in round_order(all.len(), r) {
+            let e0 = energy.start();
             let mut s = scenarios::pingpong(
                 all[i].1,
                 placement,
                 ctx.b.pingpong / rounds,
                 scenarios::WARMUP_ROUND_TRIPS,
             );
+            let trips = s.len() as u64 * u64::from(mwait_benches::ROUND_TRIP_BATCH);
+            energy.add(i, e0, trips);
             p50s[i].push(stats(&mut s).p50);
             pooled[i].extend(s);
         }
@@ -99,7 +103,71 @@ fn round_trips(o: &mut Out, ctx: &Ctx, placement: Placement) -> Vec<Row> {
         out.push(row);
     }
     md!(o);
+    energy.table(o, all, "round trip");
     out
+}
+
+/// Package energy per event of each implementation over the interleaved rounds of
+/// one scenario, where the machine tells it (`mwait_benches::energy`): the counters
+/// read around each implementation's slice, the energy summed over the rounds and
+/// divided by the events (round trips, wakes) in them.
+struct EnergyPer<'c> {
+    meter: Option<&'c mwait_benches::energy::Meter>,
+    why_not: Option<&'c str>,
+    /// Per implementation: µJ and events.
+    sums: Vec<(u64, u64)>,
+}
+
+impl<'c> EnergyPer<'c> {
+    fn new(ctx: &'c Ctx, impls: usize) -> EnergyPer<'c> {
+        EnergyPer {
+            meter: ctx.energy.as_ref().ok(),
+            why_not: ctx.energy.as_ref().err().map(String::as_str),
+            sums: vec![(0, 0); impls],
+        }
+    }
+
+    fn start(&self) -> Option<mwait_benches::energy::Reading> {
+        self.meter.and_then(|m| m.read())
+    }
+
+    fn add(&mut self, i: usize, before: Option<mwait_benches::energy::Reading>, events: u64) {
+        let (Some(m), Some(b)) = (self.meter, before) else {
+            return;
+        };
+        if let Some(a) = m.read() {
+            self.sums[i].0 += m.between(&b, &a);
+            self.sums[i].1 += events;
+        }
+    }
+
+    /// The table, or the one line that says why there is none.
+    fn table(&self, o: &mut Out, all: &[(String, mwait_benches::impls::Make)], per: &str) {
+        if let Some(why) = self.why_not {
+            md!(
+                o,
+                "Energy per {per}: not readable on this machine ({why}).\n"
+            );
+            return;
+        }
+        md!(
+            o,
+            "Package energy per {per} (RAPL, the whole package while each ran):\n\n| impl | µJ per {per} |\n| --- | ---: |"
+        );
+        for ((name, _), (uj, n)) in all.iter().zip(&self.sums) {
+            let per_event = if *n == 0 {
+                f64::NAN
+            } else {
+                *uj as f64 / *n as f64
+            };
+            md!(o, "| {name} | {per_event:.3} |");
+            o.json.push(format!(
+                "{{\"bench\": \"energy\", \"per\": \"{per}\", \"impl\": \"{name}\", \"uj\": {}}}",
+                num(per_event)
+            ));
+        }
+        md!(o);
+    }
 }
 
 /// `notify`: the cost of a notify with nobody waiting, and its two targets.
@@ -173,16 +241,19 @@ fn long_wait_table(o: &mut Out, ctx: &Ctx) -> Vec<f64> {
     let mut long_cpu: Vec<Row> = Vec::new();
     let mut long_wake: Vec<Row> = Vec::new();
     let mut beside = Vec::new();
+    let mut energy = EnergyPer::new(ctx, all.len());
     if ctx.runs("long_wait") {
         let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); all.len()];
         let mut wake: Vec<Vec<f64>> = vec![Vec::new(); all.len()];
         for r in 0..rounds as usize {
             for i in round_order(all.len(), r) {
+                let e0 = energy.start();
                 let mut p = scenarios::slow_producer(
                     all[i].1,
                     Duration::from_millis(1),
                     ctx.b.long_wait / rounds,
                 );
+                energy.add(i, e0, p.wake_ns.len() as u64);
                 cpu[i].push(p.waiter_cpu);
                 wake[i].push(stats(&mut p.wake_ns).p50);
             }
@@ -220,6 +291,9 @@ fn long_wait_table(o: &mut Out, ctx: &Ctx) -> Vec<f64> {
         beside.len(),
         median(&beside)
     );
+    if ctx.runs("long_wait") {
+        energy.table(o, all, "wake");
+    }
     beside
 }
 

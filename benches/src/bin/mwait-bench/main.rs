@@ -151,6 +151,8 @@ struct Ctx {
     /// The CPUs the process may use: the main thread's affinity mask at start,
     /// before anything is pinned.
     process_cpus: usize,
+    /// The package energy counters, or why this machine has none to read.
+    energy: Result<mwait_benches::energy::Meter, String>,
 }
 
 impl Ctx {
@@ -206,6 +208,7 @@ fn main() {
         all: implementations(),
         only: opts.only.clone(),
         process_cpus: mwait_support::affinity_cpus(),
+        energy: mwait_benches::energy::Meter::system(),
     };
     let mut o = Out::default();
     report::rounds_note(&mut o, ctx.b.rounds);
