@@ -7,7 +7,7 @@
 //! with no hardware wait, `sys/x86/cpuid.rs`), the sysfs, procfs and `/dev` reads find
 //! nothing (`sys/host.rs`), `sched_getcpu` says "unknown" and `membarrier` is never
 //! registered, so waiters fence and notifiers keep the symmetric protocol
-//! (`sys/os/linux.rs`). What stays out, with its reason below: RDTSC (inline assembly)
+//! (`sys/os/linux/`). What stays out, with its reason below: RDTSC (inline assembly)
 //! in the TSC unit tests, and the process-level tests (fork, `MAP_SHARED`,
 //! re-running the test binary), which Miri does not model.
 

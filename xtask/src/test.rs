@@ -134,7 +134,7 @@ fn tests() -> Res {
                 "--release",
                 "--lib",
                 "--",
-                "sys::platform::tests",
+                "sys::os::loom::tests",
             ])
             .env("RUSTFLAGS", "--cfg mwait_loom")
             .env("LOOM_MAX_PREEMPTIONS", "3")

@@ -209,7 +209,7 @@ fn async_wait_on_a_shared_cell_neither_hangs_nor_faults() {
 // its park must not leave the announcement behind (a drop guard in the park half
 // withdraws it); left behind, `parked_waiters()` stays 1 with nobody waiting. (The same leak
 // through the `assert!` in the waiter barrier and a failing futex wait needs an
-// injected failure: unit tests in protocol.rs, through sys/os/linux.rs's injection.)
+// injected failure: unit tests in protocol.rs, through sys/os/linux/futex.rs's injection.)
 #[test]
 fn a_panicking_predicate_leaves_no_parked_waiter() {
     let _g = serial();

@@ -3,7 +3,7 @@
 //! light notifier's interrupt points, model time, and a hardware tier whose episodes
 //! may end at any point.
 
-use super::contract::Parked;
+use crate::sys::contract::Parked;
 use crate::primitive::{AtomicU32, Ordering};
 use loom::sync::atomic::fence;
 
@@ -128,15 +128,13 @@ pub(crate) fn waiter_barrier() {
 }
 
 /// The barrier the model's waiters run: [`FALLBACK_NONE`] (`membarrier`), or after a
-/// lost `membarrier`, the TLB-shootdown barrier ([`FALLBACK_SHOOTDOWN`], the same
-/// interrupts) or a mere fence ([`FALLBACK_FENCE`], which a light notify in flight at
+/// lost `membarrier`, the TLB-shootdown barrier (the same
+/// interrupts, 1) or a mere fence ([`FALLBACK_FENCE`], which a light notify in flight at
 /// the switch defeats). Set by the model tests of this file only; outside the model's
 /// threads, so not a modelled access.
 static FALLBACK: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(FALLBACK_NONE);
 const FALLBACK_NONE: u8 = 0;
-#[cfg_attr(not(test), allow(dead_code))]
-const FALLBACK_SHOOTDOWN: u8 = 1;
-#[cfg_attr(not(test), allow(dead_code))]
+/// `FALLBACK_SHOOTDOWN` (1), which only the tests set, takes the default arm.
 const FALLBACK_FENCE: u8 = 2;
 
 /// The model's `membarrier` (and shootdown): a full barrier here, then a request to
@@ -279,11 +277,14 @@ pub(crate) fn model_hardware() -> Option<ModelHardware> {
 #[cfg(test)]
 mod tests {
     //! The fallback once `membarrier` is lost: run with the crate's loom build,
-    //! `cargo test -p mwait --release --lib -- sys::platform::tests`.
+    //! `cargo test -p mwait --release --lib -- sys::os::loom::tests`.
     use super::*;
     use crate::WaitCell;
     use loom::sync::Arc;
     use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    /// The shootdown barrier: interrupts, as `membarrier`'s.
+    const FALLBACK_SHOOTDOWN: u8 = 1;
 
     /// One model: a light notify in flight (its process still in the light mode
     /// when it read it) against a future that arms after the switch, under the
