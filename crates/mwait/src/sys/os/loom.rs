@@ -121,7 +121,7 @@ pub(crate) fn end_light_store() {
 /// The model's waiter barrier: `membarrier`, or what the process falls back to once
 /// `membarrier` is lost ([`Fallback`]), the two the same interrupts.
 pub(crate) fn waiter_barrier() {
-    match FALLBACK.load(std::sync::atomic::Ordering::Relaxed) {
+    match FALLBACK.with(std::cell::Cell::get) {
         FALLBACK_FENCE => fence(Ordering::SeqCst),
         _ => interrupt_every_cpu(),
     }
@@ -131,8 +131,13 @@ pub(crate) fn waiter_barrier() {
 /// lost `membarrier`, the TLB-shootdown barrier (the same
 /// interrupts, 1) or a mere fence ([`FALLBACK_FENCE`], which a light notify in flight at
 /// the switch defeats). Set by the model tests of this file only; outside the model's
-/// threads, so not a modelled access.
-static FALLBACK: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(FALLBACK_NONE);
+/// threads, so not a modelled access. One per OS thread: loom runs a model's threads
+/// on the thread that checks it, so a test's setting reaches its own models and not
+/// those that the harness runs beside it on other threads (the other models of the
+/// crate's loom build, which must see `membarrier`).
+std::thread_local! {
+    static FALLBACK: std::cell::Cell<u8> = const { std::cell::Cell::new(FALLBACK_NONE) };
+}
 const FALLBACK_NONE: u8 = 0;
 /// `FALLBACK_SHOOTDOWN` (1), which only the tests set, takes the default arm.
 const FALLBACK_FENCE: u8 = 2;
@@ -290,7 +295,7 @@ mod tests {
     /// when it read it) against a future that arms after the switch, under the
     /// fallback barrier `fallback`. Whether every execution ended.
     fn future_against_light_store(fallback: u8) -> bool {
-        FALLBACK.store(fallback, std::sync::atomic::Ordering::SeqCst);
+        FALLBACK.with(|f| f.set(fallback));
         let r = catch_unwind(AssertUnwindSafe(|| {
             let mut b = loom::model::Builder::new();
             b.preemption_bound = Some(2);
@@ -303,7 +308,7 @@ mod tests {
                 notifier.join().unwrap();
             });
         }));
-        FALLBACK.store(FALLBACK_NONE, std::sync::atomic::Ordering::SeqCst);
+        FALLBACK.with(|f| f.set(FALLBACK_NONE));
         r.is_ok()
     }
 
