@@ -228,7 +228,7 @@
 //!
 //! ## The loom models
 //!
-//! The models (`tests/loom*.rs`) run the protocol as it runs on Linux: the light
+//! The models (`src/tests/`) run the protocol as it runs on Linux: the light
 //! notify, and `membarrier` as an interrupt that lands at the notifier's points
 //! before (1), between (1) and (2), or after (2), with a fence and an
 //! acknowledgement (`sys/os/loom.rs`). Loom models `SeqCst` accesses as `AcqRel`, so the

@@ -199,7 +199,8 @@ impl Queue {
         Queue::default()
     }
 
-    /// How many sleepers wakes have woken so far.
+    /// How many sleepers wakes have woken so far (for the models of `tests/`).
+    #[cfg(test)]
     pub(crate) fn woken(&self) -> u32 {
         self.lock.lock().unwrap().woken
     }
