@@ -157,7 +157,7 @@ pub(crate) fn wake(_queue: &Queue, word: &AtomicU32, n: u32, shared: bool) -> us
 
 /// Failures that the crate's unit tests inject into this thread's futex waits, to
 /// test the paths that only a broken kernel or a seccomp policy would take (a
-/// `membarrier` refused by a real seccomp filter is tested in `tests/env.rs`). Outside
+/// `membarrier` refused by a real seccomp filter is tested in `tests/process/env.rs`). Outside
 /// `cfg(test)` they are constants that inject nothing.
 pub(crate) mod inject {
     #[cfg(test)]
