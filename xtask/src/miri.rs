@@ -7,7 +7,7 @@
 //! with no hardware wait, `sys/x86/cpuid.rs`), the sysfs, procfs and `/dev` reads find
 //! nothing (`sys/host.rs`), `sched_getcpu` says "unknown" and `membarrier` is never
 //! registered, so waiters fence and notifiers keep the symmetric protocol
-//! (`sys/os/linux.rs`). What stays out, with its reason below: RDTSC (inline assembly)
+//! (`sys/os/linux/`). What stays out, with its reason below: RDTSC (inline assembly)
 //! in the TSC unit tests, and the process-level tests (fork, `MAP_SHARED`,
 //! re-running the test binary), which Miri does not model.
 
@@ -60,10 +60,10 @@ const SUITES: &[Suite] = &[
                 NEEDS_RDTSC,
             ),
             (
-                "sys::tsc::tests::calibration_agrees_with_the_monotonic_clock",
+                "sys::x86::tsc::tests::calibration_agrees_with_the_monotonic_clock",
                 NEEDS_RDTSC,
             ),
-            ("sys::tsc::tests::conversion_saturates", NEEDS_RDTSC),
+            ("sys::x86::tsc::tests::conversion_saturates", NEEDS_RDTSC),
             (
                 "backend::selftest::tests::simulated_trapped_noop_with_the_production_plan_is_demoted_by_check_b",
                 NEEDS_REAL_TIME,
@@ -93,34 +93,23 @@ const SUITES: &[Suite] = &[
             "cell::cell_is_send_sync_and_static",
             "cell::layout_is_one_cell_per_monitor_line_pair",
             "cell::writers_return_what_atomics_return",
-        ]),
-        alone: false,
-    },
-    Suite {
-        target: &["--test", "parker"],
-        // The 200 ms CPU-time tests and the long ping-pong and race loops stay out:
-        // Miri has no thread CPU clock of its own and runs them for minutes.
-        select: Select::Only(&[
-            "a_token_set_before_the_park_is_taken_at_once",
-            "unparks_before_a_park_leave_one_token",
-            "an_unpark_from_another_thread_ends_a_park",
-            "unparkers_name_their_parker",
-            "a_waker_unparks",
-            "block_on_runs_a_future_woken_by_another_thread",
-            "nested_block_on_uses_a_parker_of_its_own",
-        ]),
-        alone: false,
-    },
-    Suite {
-        target: &["--test", "conformance"],
-        select: Select::Only(&[
-            "event_listener_drop_notified",
-            "event_listener_notify_one_wakes_exactly_one",
-            "event_listener_rearmed_future_is_woken_again",
-            "folly_change_before_the_wait_returns_at_once",
-            "std_zero_timeout_with_a_true_predicate_is_ready",
-            "tokio_4618_a_dropped_future_passes_its_wake_on",
-            "tokio_4751_a_repoll_with_a_new_waker_is_woken_through_it",
+            "conformance::event_listener_drop_notified",
+            "conformance::event_listener_notify_one_wakes_exactly_one",
+            "conformance::event_listener_rearmed_future_is_woken_again",
+            "conformance::folly_change_before_the_wait_returns_at_once",
+            "conformance::std_zero_timeout_with_a_true_predicate_is_ready",
+            "conformance::tokio_4618_a_dropped_future_passes_its_wake_on",
+            "conformance::tokio_4751_a_repoll_with_a_new_waker_is_woken_through_it",
+            // Of `parker`, the 200 ms CPU-time tests and the long ping-pong and race
+            // loops stay out: Miri has no thread CPU clock of its own and runs them
+            // for minutes.
+            "parker::a_token_set_before_the_park_is_taken_at_once",
+            "parker::unparks_before_a_park_leave_one_token",
+            "parker::an_unpark_from_another_thread_ends_a_park",
+            "parker::unparkers_name_their_parker",
+            "parker::a_waker_unparks",
+            "parker::block_on_runs_a_future_woken_by_another_thread",
+            "parker::nested_block_on_uses_a_parker_of_its_own",
         ]),
         alone: false,
     },
@@ -141,7 +130,9 @@ pub fn run(args: &[String]) -> Res {
             }
         }
     }
-    println!("left out: the api, env, stress and soundness tests that fork: {NEEDS_PROCESSES}");
+    println!(
+        "left out: the rest of api, and process and stress, whose tests fork: {NEEDS_PROCESSES}"
+    );
     for suite in SUITES {
         step(&format!("miri: mwait {}", suite.target.join(" ")));
         let mut cmd = nightly_cargo();

@@ -423,8 +423,8 @@ impl WaitCell {
     /// How many parked waiters the loom model's futex has woken on this cell so far
     /// (the loom models check that `notify_one` wakes one); always 0 outside the
     /// model, which alone counts them.
-    #[doc(hidden)]
-    pub fn model_wakes(&self) -> u32 {
+    #[cfg(all(test, mwait_loom))]
+    pub(crate) fn model_wakes(&self) -> u32 {
         self.waiters.sleepers.queue().woken()
     }
 

@@ -14,7 +14,7 @@
 //! be used. A SIGILL probe is not trusted: some guests *execute* MWAITX although
 //! CPUID hides it, and trap it (`docs/hardware-results.md`).
 
-use crate::sys::{self, CpuidWaits, HwcapWaits};
+use crate::sys;
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -143,7 +143,8 @@ pub(crate) struct Hwcaps {
     pub midr: Option<u64>,
 }
 
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+// x86-64 detects with CPUID and never reads these.
+#[cfg(not(target_arch = "x86_64"))]
 impl Hwcaps {
     /// This process's words (zero off AArch64 Linux) and CPU 0's MIDR.
     pub(crate) fn read() -> Hwcaps {
@@ -271,14 +272,14 @@ mod leaves {
                     && cpuid
                         .get_advanced_power_mgmt_info()
                         .is_some_and(|p| p.has_invariant_tsc()),
-                tsc_hz_cpuid: sys::cpuid::tsc_hz_from_cpuid(&raw),
+                tsc_hz_cpuid: sys::x86::cpuid::tsc_hz_from_cpuid(&raw),
                 ..Capabilities::without_cpuid(os)
             }
         }
 
         /// This CPU's capabilities.
         pub(super) fn native(os: OsFacts) -> Capabilities {
-            Capabilities::from_cpuid(sys::cpuid::native_reader(), os)
+            Capabilities::from_cpuid(sys::x86::cpuid::native_reader(), os)
         }
     }
 
@@ -412,7 +413,8 @@ impl Capabilities {
 
 /// The capability tokens' proof: an instruction is reported only when these
 /// capabilities are this CPU's detected ones, never on the word of a caller's copy.
-impl CpuidWaits for Capabilities {
+#[cfg(all(target_arch = "x86_64", not(mwait_loom)))]
+impl sys::CpuidWaits for Capabilities {
     fn waitpkg(&self) -> bool {
         self.waitpkg && self.are_this_cpus()
     }
@@ -423,7 +425,8 @@ impl CpuidWaits for Capabilities {
 }
 
 /// The same proof for the AArch64 token, from the auxiliary vector.
-impl HwcapWaits for Capabilities {
+#[cfg(all(target_arch = "aarch64", target_os = "linux", not(mwait_loom)))]
+impl sys::HwcapWaits for Capabilities {
     fn event_stream(&self) -> bool {
         self.event_stream && self.are_this_cpus()
     }

@@ -21,6 +21,8 @@ mod settings;
 #[cfg(all(unix, not(mwait_loom)))]
 mod shared;
 mod sys;
+#[cfg(all(test, mwait_loom))]
+mod tests;
 
 pub use backend::{Backend, CState};
 pub use barrier::Barrier;

@@ -90,7 +90,7 @@
 //! barrier, not a fence. Its barrier from then on is a TLB shootdown: it takes the
 //! write permission from a page of its own, and the kernel interrupts every CPU
 //! running a thread of the process to flush that page's translation before
-//! `mprotect` returns, the guarantee `membarrier` gives (`sys/os/linux.rs`). The
+//! `mprotect` returns, the guarantee `membarrier` gives (`sys/os/linux/barrier.rs`). The
 //! light path is offered only where that fallback exists: on x86-64 CPUs without
 //! INVLPGB (which flushes without interrupts). The loom model of the fallback
 //! (`sys/os/loom.rs`) deadlocks on a future with a mere fence there, and passes with
@@ -228,7 +228,7 @@
 //!
 //! ## The loom models
 //!
-//! The models (`tests/loom*.rs`) run the protocol as it runs on Linux: the light
+//! The models (`src/tests/`) run the protocol as it runs on Linux: the light
 //! notify, and `membarrier` as an interrupt that lands at the notifier's points
 //! before (1), between (1) and (2), or after (2), with a fence and an
 //! acknowledgement (`sys/os/loom.rs`). Loom models `SeqCst` accesses as `AcqRel`, so the

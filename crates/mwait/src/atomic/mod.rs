@@ -432,10 +432,10 @@ pub fn bucket_index<A: Atomic>(ptr: *const A) -> usize {
     table::bucket_index(ptr as usize)
 }
 
-/// How many parked waiters a wake of up to `n` of the word at `ptr` woke: the loom
-/// models check with it that a wake of one wakes exactly one.
-#[doc(hidden)]
-pub fn wake_counted<A: Atomic>(ptr: *const A, n: u32) -> usize {
+/// How many parked waiters a wake of up to `n` of the word at `ptr` woke: the tests
+/// (the loom models among them) check with it that a wake of one wakes exactly one.
+#[cfg(test)]
+pub(crate) fn wake_counted<A: Atomic>(ptr: *const A, n: u32) -> usize {
     wake(ptr as usize, n)
 }
 

@@ -15,7 +15,7 @@
 
 use super::{CState, HardwareWait, HwWake};
 use crate::primitive::AtomicU32;
-use crate::sys::dev_mwait::Device;
+use crate::sys::x86::dev_mwait::Device;
 use crate::sys::{clock, ShimWake};
 
 /// The MWAIT hint for C1, which every MWAIT CPU allows. C0.1 and C0.2 have no MWAIT

@@ -140,7 +140,7 @@ pub(crate) trait LineMonitor {
     /// waits until the line is written, an interrupt, or `deadline_ns`.
     fn episode(
         &self,
-        word: &impl crate::sys::x86::Watchable,
+        word: &impl crate::sys::Watchable,
         changed: impl Fn() -> bool,
         deadline_ns: u64,
         cstate: CState,

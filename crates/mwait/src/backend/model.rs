@@ -3,7 +3,7 @@
 //! Outside the model its type is empty (see `sys::ModelHardware`).
 
 use super::{CState, HwWake, LineMonitor};
-use crate::sys::x86::Watchable;
+use crate::sys::Watchable;
 use crate::sys::{self, ModelHardware};
 
 /// The stand-in tier.

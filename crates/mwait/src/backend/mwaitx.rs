@@ -16,7 +16,8 @@
 
 use super::{CState, HwWake, LineMonitor};
 use crate::sys::clock::now_ns;
-use crate::sys::x86::{MonitorX, Watchable, MWAITX_HINT_C0, MWAITX_HINT_C1};
+use crate::sys::x86::{MonitorX, MWAITX_HINT_C0, MWAITX_HINT_C1};
+use crate::sys::Watchable;
 
 /// The MWAITX tier: the MONITORX token is all it needs.
 #[derive(Copy, Clone, Debug)]

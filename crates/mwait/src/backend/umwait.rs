@@ -17,7 +17,8 @@
 
 use super::{CState, HwWake, LineMonitor};
 use crate::sys::clock::now_ns;
-use crate::sys::x86::{Waitpkg, Watchable, WAITPKG_C0_1, WAITPKG_C0_2};
+use crate::sys::x86::{Waitpkg, WAITPKG_C0_1, WAITPKG_C0_2};
+use crate::sys::Watchable;
 
 /// The UMWAIT tier: the WAITPKG token is all it needs.
 #[derive(Copy, Clone, Debug)]

@@ -190,7 +190,7 @@ struct HighHalf<'a> {
 impl crate::backend::LineMonitor for HighHalf<'_> {
     fn episode(
         &self,
-        _word: &impl crate::sys::x86::Watchable,
+        _word: &impl crate::sys::Watchable,
         changed: impl Fn() -> bool,
         _deadline_ns: u64,
         _cstate: CState,

@@ -8,7 +8,7 @@
 //! `crossbeam_loom`), not the global `cfg(loom)`: a user crate that loom-tests its
 //! own code with `--cfg loom` gets the real mwait, whose constructors stay `const fn`
 //! (a `static` `WaitCell` compiles). The models run with
-//! `RUSTFLAGS="--cfg mwait_loom" cargo test -p mwait --release --test loom`.
+//! `RUSTFLAGS="--cfg mwait_loom" cargo test -p mwait --release --lib -- tests::loom_`.
 
 #[cfg(not(mwait_loom))]
 #[path = "std.rs"]

@@ -61,6 +61,7 @@ impl Sleepers {
     }
 
     /// The platform's sleep queue (the loom models count its wakes).
+    #[cfg(all(test, mwait_loom))]
     pub(crate) fn queue(&self) -> &Queue {
         &self.queue
     }

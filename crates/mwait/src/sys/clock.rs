@@ -39,7 +39,7 @@ pub(crate) fn now_ns() -> u64 {
 
 /// Model time (see `loom.rs`).
 #[cfg(mwait_loom)]
-pub(crate) use super::platform::now_ns;
+pub(crate) use super::os::now_ns;
 
 /// `now + d`, saturating.
 #[inline]

@@ -17,8 +17,8 @@ pub(crate) enum Parked {
 /// that the capability tokens of [`x86`](super::x86) ask for. Implemented by `Capabilities`,
 /// which answers true only for the capabilities that `Capabilities::detect` found
 /// (a caller's edited or recorded copy proves nothing).
-// Only the real tokens of `x86_64.rs` read it.
-#[cfg_attr(not(all(target_arch = "x86_64", not(mwait_loom))), allow(dead_code))]
+// Only the real tokens of `x86_64.rs` read it: the stand-ins take any proof.
+#[cfg(all(target_arch = "x86_64", not(mwait_loom)))]
 pub(crate) trait CpuidWaits {
     /// CPUID.7.0:ECX\[5\] WAITPKG.
     fn waitpkg(&self) -> bool;
@@ -30,11 +30,8 @@ pub(crate) trait CpuidWaits {
 /// proof that the capability token of [`arm`](super::arm) asks for. Implemented by
 /// `Capabilities`, which answers true only for the capabilities that
 /// `Capabilities::detect` found.
-// Only the real token of `arm/aarch64.rs` reads it.
-#[cfg_attr(
-    not(all(target_arch = "aarch64", target_os = "linux", not(mwait_loom))),
-    allow(dead_code)
-)]
+// Only the real token of `arm/aarch64.rs` reads it: the stand-ins take any proof.
+#[cfg(all(target_arch = "aarch64", target_os = "linux", not(mwait_loom)))]
 pub(crate) trait HwcapWaits {
     /// `AT_HWCAP` `HWCAP_EVTSTRM`: the generic timer's event stream runs.
     fn event_stream(&self) -> bool;

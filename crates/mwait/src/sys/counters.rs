@@ -11,11 +11,6 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub(crate) const WAIT_STATS: bool = !cfg!(mwait_no_stats);
 
 /// What is counted.
-// Only Linux calls membarrier, and only Linux on x86-64 /dev/mwait.
-#[cfg_attr(
-    not(all(target_os = "linux", target_arch = "x86_64", not(mwait_loom))),
-    allow(dead_code)
-)]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Counter {
     /// A `futex_wake` system call (or its stand-in on targets without futex).

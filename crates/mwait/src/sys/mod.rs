@@ -1,112 +1,71 @@
 //! The platform layer: the only part of the crate that dispatches on the operating
 //! system, the architecture and the loom model. Everything above it is written once.
 //!
-//! Two folders, one concern each, every file picked by one `cfg` line below:
+//! Three folders, one concern each; the module tree is the file tree, and each folder's
+//! `mod.rs` picks its files with one `pick!` choice:
 //!
-//! - `os/`: one file per operating system, each providing the items of [`park`]
-//!   (with the contract written there) and the few facts the ladder reads about the
-//!   machine: [`current_cpu`], [`running_threads`] and [`usable_cpus`] (and
-//!   `ThreadCpus`, the affinity control of the hardware self-test). `linux.rs`
-//!   (futex, `membarrier`), `windows.rs` (`WaitOnAddress`,
-//!   `FlushProcessWriteBuffers`), `macos.rs` (`os_sync_wait_on_address`, else
-//!   `__ulock_wait`), `freebsd.rs` (`_umtx_op`), `table.rs` (every other target: a
-//!   table of parked threads on std `park` / `unpark`), `loom.rs` (the model: a
-//!   mutex and a condvar per cell); `plain.rs` has the parts of a platform without a
-//!   process-wide barrier, `cpus.rs` the process's CPU count from the cgroup files
-//!   (pure parsers). Every platform's park tier sleeps, so the `Futex` ladder (spin,
-//!   then park) is offered on every target. To add a platform, write its file with
-//!   those items and add its line to the dispatch below.
-//! - `arm/`: the AArch64 exclusive-monitor wait (LDAXR, WFE, WFET, CLREX) and its
-//!   capability token, with the generic timer's counter (`aarch64.rs`, Linux only, where
-//!   the auxiliary vector says what the CPU offers; stand-ins in `none.rs` elsewhere).
-//! - `x86/`: the x86-64 instructions and their capability tokens (`x86_64.rs`, with
-//!   stand-ins in `none.rs`, whose tokens cannot be built, elsewhere), RDTSC and the
-//!   TSC rate (`tsc.rs`), shared CPUID decoding and this CPU's CPUID reader
-//!   (`cpuid.rs`), and the `/dev/mwait` calls (`dev_mwait.rs`, Linux on x86-64 only;
-//!   `no_dev_mwait.rs` elsewhere).
+//! - [`os`]: one file (or folder) per operating system, each providing the items of
+//!   [`park`] (with the contract written there and pinned by signatures) and the few
+//!   facts the ladder reads about the machine: [`current_cpu`], [`running_threads`]
+//!   and [`usable_cpus`] (and [`ThreadCpus`], the affinity control of the hardware
+//!   self-test).
+//! - [`arm`]: the AArch64 exclusive-monitor wait (LDAXR, WFE, WFET, CLREX) and its
+//!   capability token, with the generic timer's counter.
+//! - [`x86`]: the x86-64 instructions and their capability tokens, RDTSC and the TSC
+//!   rate, CPUID decoding, and the `/dev/mwait` calls.
 //!
 //! At the top: the clock (`clock.rs`), reads of the host's files (`host.rs`), the
 //! counters of the `test-counters` feature (`counters.rs`), the process's settings
 //! (`settings.rs`: what code applied, `MWAIT_STRICT`, `MWAIT_LOG`, `MWAIT_MEMBARRIER`),
-//! and the types the platform files share with the layers above (`contract.rs`).
+//! the words a hardware wait watches (`watchable.rs`, which the tier contract names
+//! without naming an architecture), and the types the platform files share with the
+//! layers above (`contract.rs`).
+
+/// Declares the first module whose `cfg` holds and re-exports its items, else the one
+/// after `_`, in the manner of `cfg_if`: each choice is one list, a new target adds
+/// its line, and the fallback's `cfg` is derived from the lines above it.
+macro_rules! pick {
+    ($(#[cfg($m:meta)] $name:ident,)* _ => $fallback:ident $(,)?) => {
+        pick!(@ () $(#[cfg($m)] $name,)* _ => $fallback);
+    };
+    (@ ($($done:meta,)*) #[cfg($m:meta)] $name:ident, $($rest:tt)*) => {
+        #[cfg(all($m, not(any($($done),*))))]
+        mod $name;
+        #[cfg(all($m, not(any($($done),*))))]
+        pub(crate) use self::$name::*;
+        pick!(@ ($($done,)* $m,) $($rest)*);
+    };
+    (@ ($($done:meta,)*) _ => $fallback:ident) => {
+        #[cfg(not(any($($done),*)))]
+        mod $fallback;
+        #[cfg(not(any($($done),*)))]
+        pub(crate) use self::$fallback::*;
+    };
+}
 
 mod contract;
-pub(crate) use contract::{CpuidWaits, HwcapWaits, ShimWake};
+#[cfg(all(target_arch = "x86_64", not(mwait_loom)))]
+pub(crate) use contract::CpuidWaits;
+#[cfg(all(target_arch = "aarch64", target_os = "linux", not(mwait_loom)))]
+pub(crate) use contract::HwcapWaits;
+pub(crate) use contract::ShimWake;
+mod watchable;
+pub(crate) use watchable::Watchable;
 
 pub(crate) mod clock;
-// The cgroup and CPU-list parsers; only the Linux platform reads those files.
-#[cfg_attr(not(all(target_os = "linux", not(mwait_loom))), allow(dead_code))]
-#[path = "os/cpus.rs"]
-mod cpus;
 pub(crate) mod host;
 pub(crate) mod settings;
-// The loom model counts nothing.
-#[cfg_attr(mwait_loom, allow(dead_code))]
+// The loom model counts nothing; only Linux calls `membarrier`, and only Linux on
+// x86-64 `/dev/mwait`: the other counters go unread but by `mwait::test_counters`.
+#[cfg_attr(
+    any(mwait_loom, not(all(target_os = "linux", target_arch = "x86_64"))),
+    allow(dead_code)
+)]
 pub(crate) mod counters;
-// Each platform takes the parts it lacks (Windows has a barrier of its own, the loom
-// model a queue, Linux only the queue): the rest go unused.
-#[allow(dead_code)]
-#[path = "os/plain.rs"]
-mod plain;
 
-#[cfg(all(target_os = "linux", not(mwait_loom)))]
-#[path = "os/linux.rs"]
-mod platform;
-#[cfg(all(windows, not(mwait_loom)))]
-#[path = "os/windows.rs"]
-mod platform;
-#[cfg(all(target_os = "macos", not(mwait_loom)))]
-#[path = "os/macos.rs"]
-mod platform;
-#[cfg(all(target_os = "freebsd", not(mwait_loom)))]
-#[path = "os/freebsd.rs"]
-mod platform;
-#[cfg(not(any(
-    target_os = "linux",
-    windows,
-    target_os = "macos",
-    target_os = "freebsd",
-    mwait_loom
-)))]
-#[path = "os/table.rs"]
-mod platform;
-#[cfg(mwait_loom)]
-#[path = "os/loom.rs"]
-mod platform;
-
-// The fallback table runs its unit tests on Linux too, where they can be executed;
-// there it is not the platform, so the items it provides as one go unused.
-#[cfg(all(test, target_os = "linux", not(mwait_loom)))]
-#[allow(dead_code, unused_imports)]
-#[path = "os/table.rs"]
-mod table;
-
-#[cfg(target_arch = "x86_64")]
-#[path = "x86/cpuid.rs"]
-pub(crate) mod cpuid;
-#[cfg(all(target_arch = "x86_64", not(mwait_loom)))]
-#[path = "x86/tsc.rs"]
-pub(crate) mod tsc;
-#[cfg(all(target_arch = "x86_64", not(mwait_loom)))]
-#[path = "x86/x86_64.rs"]
-pub(crate) mod x86;
-#[cfg(not(all(target_arch = "x86_64", not(mwait_loom))))]
-#[path = "x86/none.rs"]
-pub(crate) mod x86;
-
-#[cfg(all(target_arch = "aarch64", target_os = "linux", not(mwait_loom)))]
-#[path = "arm/aarch64.rs"]
 pub(crate) mod arm;
-#[cfg(not(all(target_arch = "aarch64", target_os = "linux", not(mwait_loom))))]
-#[path = "arm/none.rs"]
-pub(crate) mod arm;
-
-#[cfg(all(target_os = "linux", target_arch = "x86_64", not(mwait_loom)))]
-#[path = "x86/dev_mwait.rs"]
-pub(crate) mod dev_mwait;
-#[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(mwait_loom))))]
-#[path = "x86/no_dev_mwait.rs"]
-pub(crate) mod dev_mwait;
+pub(crate) mod os;
+pub(crate) mod x86;
 
 // Process-shared memory for `SharedCells` (Unix only: `mmap`).
 #[cfg(all(unix, not(mwait_loom)))]
@@ -114,12 +73,13 @@ pub(crate) mod shared_map;
 
 #[cfg(not(mwait_loom))]
 pub(crate) use no_model::{model_hardware, ModelHardware};
-/// The failures unit tests inject into system calls (Linux's membarrier and futex).
+/// The failures unit tests inject into system calls (Linux's futex).
 #[cfg(all(test, target_os = "linux", not(mwait_loom)))]
-pub(crate) use platform::inject;
-pub(crate) use platform::{current_cpu, running_threads, usable_cpus, ThreadCpus};
+pub(crate) use os::inject;
+pub(crate) use os::park;
+pub(crate) use os::{current_cpu, running_threads, usable_cpus, ThreadCpus};
 #[cfg(mwait_loom)]
-pub(crate) use platform::{model_hardware, ModelHardware};
+pub(crate) use os::{model_hardware, ModelHardware};
 
 /// Outside the loom model there is no simulated hardware tier: its type is empty.
 #[cfg(not(mwait_loom))]
@@ -146,58 +106,4 @@ pub(crate) const HAS_X86_WAITS: bool = x86::AVAILABLE;
 /// Whether this build has the AArch64 exclusive-monitor wait (LDAXR, WFE, WFET).
 pub(crate) const HAS_ARM_WAITS: bool = arm::AVAILABLE;
 /// Whether this build can talk to the `/dev/mwait` kernel shim.
-pub(crate) const HAS_DEV_MWAIT: bool = dev_mwait::AVAILABLE;
-
-pub(crate) mod park {
-    //! Sleeping in the kernel until another thread changes a word, and the barrier that
-    //! makes announcing such a sleeper cheap for notifiers.
-    //!
-    //! The contract every platform file meets:
-    //!
-    //! - [`Queue`]: per-word state that a platform may keep beside the word (the loom
-    //!   model keeps its sleep queue there); zero-sized where the kernel keys sleepers by
-    //!   address. `Queue::new` is a `const fn` outside the loom model.
-    //! - [`wait`]`(queue, word, expected, deadline_ns, shared) -> Parked`: sleeps while
-    //!   `word` holds `expected`, until woken by [`wake`], until the monotonic clock of
-    //!   [`clock::now_ns`](super::clock::now_ns) reaches `deadline_ns` (absolute; `None`:
-    //!   no deadline), or for no reason at all. The comparison with `expected` and the
-    //!   decision to sleep must be atomic with respect to [`wake`] (a store followed by a
-    //!   `wake` that lands between our caller's last check and our sleep must not be lost).
-    //!   Returns [`Parked::TimedOut`] only once the deadline has passed,
-    //!   [`Parked::Changed`] when it found the word unequal to `expected` and never slept
-    //!   (where it can tell), and [`Parked::Woken`] otherwise; the caller re-checks after
-    //!   either. A platform with no sleep may return `Woken` at once (after yielding the
-    //!   CPU).
-    //! - [`wake`]`(queue, word, n, shared) -> usize`: wakes up to `n` sleepers of `word`
-    //!   (`u32::MAX`: all); returns how many it woke where the platform says, else 0.
-    //!   `shared`: the word lives in memory shared between processes (a non-private
-    //!   futex, say); the same flag is passed to `wait` and `wake` of one word.
-    //! - [`waiter_barrier`]: the waiter's half of the barrier between announcing a
-    //!   sleeper and re-checking the word (see `protocol.rs`): a `SeqCst` fence at
-    //!   least; something heavier (`membarrier`) where [`begin_light_store`] can return
-    //!   true.
-    //! - [`prepare`]: settles the one-time set-up of [`waiter_barrier`] (`membarrier`
-    //!   registration), so that a child of `fork()` never finds it half done.
-    //! - [`begin_light_store`]: whether notifiers may order their store to `word` before
-    //!   their look at the sleeper count with a compiler barrier alone, in the one load
-    //!   the notify path makes. It may return true only after every later
-    //!   [`waiter_barrier`] is a process-wide barrier (every CPU running a thread of this
-    //!   process executes a full barrier before it returns). Where it says yes it may
-    //!   also prepare the line for the store (a PREFETCHW on Linux x86-64), which orders
-    //!   nothing.
-    //! - [`begin_light_check`]: the same answer, for a notifier that only reads the
-    //!   line it looks at (the waiter table's announcement word, after the caller's
-    //!   own store elsewhere): no preparation of the line.
-    //! - [`light_fence`]: between the light notifier's store and its load of the sleeper
-    //!   count: a compiler barrier ([`end_light_store`] after the load: nothing). The
-    //!   loom model puts its barrier's interrupt points at these three calls.
-
-    pub(crate) use super::contract::Parked;
-    pub(crate) use super::platform::{
-        begin_light_check, begin_light_store, end_light_store, fork_generation, light_fence,
-        prepare, wait, waiter_barrier, wake, Queue,
-    };
-
-    /// `wake`'s `n` for "every sleeper".
-    pub(crate) const ALL: u32 = u32::MAX;
-}
+pub(crate) const HAS_DEV_MWAIT: bool = x86::dev_mwait::AVAILABLE;

@@ -1,7 +1,7 @@
-//! Helpers shared by the integration tests: counting wakers, a waker with hooks on
-//! clone and drop, a watchdog that turns a hang into a failure, re-running one test
-//! of the current binary in a child process (`conformance.rs`, `soundness.rs`), and
-//! the loom model's runner (`loom.rs`, `loom_async.rs`).
+//! Helpers shared by the integration tests (a module of `api` and of `process`):
+//! counting wakers, a waker with hooks on clone and drop, a watchdog that turns a
+//! hang into a failure, and re-running one test of the current binary in a child
+//! process (`process/soundness.rs`, `process/env.rs`).
 
 // Each test file uses its own subset of these helpers.
 #![allow(dead_code)]
@@ -173,6 +173,16 @@ pub fn this_binary() -> Command {
     }
 }
 
+/// The name the test harness knows test `name` of module `module` by (the value of
+/// `module_path!()` there, whose first segment is the test binary's crate): what
+/// [`run_child`] selects the child's test with.
+pub fn test_path(module: &str, name: &str) -> String {
+    match module.split_once("::") {
+        Some((_, path)) => format!("{path}::{name}"),
+        None => name.to_string(),
+    }
+}
+
 /// Whether this process is the child that `run_child(name)` started.
 pub fn is_child(name: &str) -> bool {
     std::env::var(CHILD_ENV).is_ok_and(|v| v == name)
@@ -220,16 +230,4 @@ pub fn run_child(name: &str) -> ChildOutcome {
         String::from_utf8_lossy(&out.stderr)
     );
     ChildOutcome { status, output }
-}
-
-/// `loom::model` with a preemption bound of 3 unless `LOOM_MAX_PREEMPTIONS` says
-/// otherwise: three preemptions cover every two-sided race here, and unbounded the
-/// two-waiter models run for hours.
-#[cfg(mwait_loom)]
-pub fn model<F: Fn() + Sync + Send + 'static>(f: F) {
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(3);
-    }
-    b.check(f);
 }

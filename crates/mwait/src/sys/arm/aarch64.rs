@@ -15,7 +15,7 @@
 //! WFET is written as its encoding: the mnemonic needs the `wfxt` target feature,
 //! and a build that decides at run time whether to use it must not depend on that.
 
-use super::contract::HwcapWaits;
+use crate::sys::contract::HwcapWaits;
 use crate::primitive::{AtomicU32, AtomicU64};
 use core::arch::asm;
 

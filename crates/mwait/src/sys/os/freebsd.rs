@@ -13,8 +13,8 @@
 //! Waiters order with a `SeqCst` fence and notifiers never take the light path: the
 //! asymmetric barrier is not used here.
 
-use super::contract::Parked;
-use super::counters::{self, Counter};
+use crate::sys::contract::Parked;
+use crate::sys::counters::{self, Counter};
 use crate::primitive::AtomicU32;
 use core::ffi::c_void;
 
@@ -29,7 +29,7 @@ pub(crate) use super::plain::{
 const NS_PER_S: u64 = 1_000_000_000;
 
 /// Sleeps while `*word == expected`, until woken or `deadline_ns` (absolute, on the
-/// crate's monotonic clock, [`super::clock::now_ns`], which is `CLOCK_MONOTONIC` here).
+/// crate's monotonic clock, [`crate::sys::clock::now_ns`], which is `CLOCK_MONOTONIC` here).
 pub(crate) fn wait(
     _queue: &Queue,
     word: &AtomicU32,

@@ -3,7 +3,7 @@
 //! light notifier's interrupt points, model time, and a hardware tier whose episodes
 //! may end at any point.
 
-use super::contract::Parked;
+use crate::sys::contract::Parked;
 use crate::primitive::{AtomicU32, Ordering};
 use loom::sync::atomic::fence;
 
@@ -121,22 +121,25 @@ pub(crate) fn end_light_store() {
 /// The model's waiter barrier: `membarrier`, or what the process falls back to once
 /// `membarrier` is lost ([`Fallback`]), the two the same interrupts.
 pub(crate) fn waiter_barrier() {
-    match FALLBACK.load(std::sync::atomic::Ordering::Relaxed) {
+    match FALLBACK.with(std::cell::Cell::get) {
         FALLBACK_FENCE => fence(Ordering::SeqCst),
         _ => interrupt_every_cpu(),
     }
 }
 
 /// The barrier the model's waiters run: [`FALLBACK_NONE`] (`membarrier`), or after a
-/// lost `membarrier`, the TLB-shootdown barrier ([`FALLBACK_SHOOTDOWN`], the same
-/// interrupts) or a mere fence ([`FALLBACK_FENCE`], which a light notify in flight at
+/// lost `membarrier`, the TLB-shootdown barrier (the same
+/// interrupts, 1) or a mere fence ([`FALLBACK_FENCE`], which a light notify in flight at
 /// the switch defeats). Set by the model tests of this file only; outside the model's
-/// threads, so not a modelled access.
-static FALLBACK: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(FALLBACK_NONE);
+/// threads, so not a modelled access. One per OS thread: loom runs a model's threads
+/// on the thread that checks it, so a test's setting reaches its own models and not
+/// those that the harness runs beside it on other threads (the other models of the
+/// crate's loom build, which must see `membarrier`).
+std::thread_local! {
+    static FALLBACK: std::cell::Cell<u8> = const { std::cell::Cell::new(FALLBACK_NONE) };
+}
 const FALLBACK_NONE: u8 = 0;
-#[cfg_attr(not(test), allow(dead_code))]
-const FALLBACK_SHOOTDOWN: u8 = 1;
-#[cfg_attr(not(test), allow(dead_code))]
+/// `FALLBACK_SHOOTDOWN` (1), which only the tests set, takes the default arm.
 const FALLBACK_FENCE: u8 = 2;
 
 /// The model's `membarrier` (and shootdown): a full barrier here, then a request to
@@ -196,7 +199,8 @@ impl Queue {
         Queue::default()
     }
 
-    /// How many sleepers wakes have woken so far.
+    /// How many sleepers wakes have woken so far (for the models of `tests/`).
+    #[cfg(test)]
     pub(crate) fn woken(&self) -> u32 {
         self.lock.lock().unwrap().woken
     }
@@ -279,17 +283,20 @@ pub(crate) fn model_hardware() -> Option<ModelHardware> {
 #[cfg(test)]
 mod tests {
     //! The fallback once `membarrier` is lost: run with the crate's loom build,
-    //! `cargo test -p mwait --release --lib -- sys::platform::tests`.
+    //! `cargo test -p mwait --release --lib -- sys::os::loom::tests`.
     use super::*;
     use crate::WaitCell;
     use loom::sync::Arc;
     use std::panic::{catch_unwind, AssertUnwindSafe};
 
+    /// The shootdown barrier: interrupts, as `membarrier`'s.
+    const FALLBACK_SHOOTDOWN: u8 = 1;
+
     /// One model: a light notify in flight (its process still in the light mode
     /// when it read it) against a future that arms after the switch, under the
     /// fallback barrier `fallback`. Whether every execution ended.
     fn future_against_light_store(fallback: u8) -> bool {
-        FALLBACK.store(fallback, std::sync::atomic::Ordering::SeqCst);
+        FALLBACK.with(|f| f.set(fallback));
         let r = catch_unwind(AssertUnwindSafe(|| {
             let mut b = loom::model::Builder::new();
             b.preemption_bound = Some(2);
@@ -302,7 +309,7 @@ mod tests {
                 notifier.join().unwrap();
             });
         }));
-        FALLBACK.store(FALLBACK_NONE, std::sync::atomic::Ordering::SeqCst);
+        FALLBACK.with(|f| f.set(FALLBACK_NONE));
         r.is_ok()
     }
 

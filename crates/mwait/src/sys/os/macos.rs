@@ -18,8 +18,8 @@
 //! macOS has no `membarrier`: waiters order with a `SeqCst` fence and notifiers never
 //! take the light path.
 
-use super::contract::Parked;
-use super::counters::{self, Counter};
+use crate::sys::contract::Parked;
+use crate::sys::counters::{self, Counter};
 use crate::primitive::AtomicU32;
 use core::ffi::{c_int, c_void};
 use std::sync::OnceLock;
@@ -97,7 +97,7 @@ fn lookup(name: &core::ffi::CStr) -> Option<*mut c_void> {
 /// Nanoseconds left until `deadline_ns`, or `None` when it has passed.
 fn remaining_ns(deadline_ns: u64) -> Option<u64> {
     deadline_ns
-        .checked_sub(super::clock::now_ns())
+        .checked_sub(crate::sys::clock::now_ns())
         .filter(|&r| r > 0)
 }
 
@@ -108,7 +108,7 @@ fn timeout_us(remaining_ns: u64) -> u32 {
 }
 
 /// Sleeps while `*word == expected`, until woken or `deadline_ns` (absolute, on the
-/// crate's monotonic clock, [`super::clock::now_ns`]).
+/// crate's monotonic clock, [`crate::sys::clock::now_ns`]).
 pub(crate) fn wait(
     _queue: &Queue,
     word: &AtomicU32,
@@ -136,7 +136,7 @@ pub(crate) fn wait(
         e => debug_assert!(false, "wait on address failed: errno {e}"),
     }
     match deadline_ns {
-        Some(d) if super::clock::now_ns() >= d => Parked::TimedOut,
+        Some(d) if crate::sys::clock::now_ns() >= d => Parked::TimedOut,
         _ => Parked::Woken,
     }
 }

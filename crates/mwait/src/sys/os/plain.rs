@@ -62,12 +62,6 @@ impl Queue {
     pub(crate) const fn new() -> Queue {
         Queue
     }
-
-    /// How many sleepers this queue has woken: only the loom model counts them (its
-    /// `notify_one` model checks that one notify wakes one), so 0 here.
-    pub(crate) const fn woken(&self) -> u32 {
-        0
-    }
 }
 
 /// Unknown here.

@@ -26,9 +26,9 @@
 //! Waiters order with a `SeqCst` fence and notifiers never take the light path: there
 //! is no process-wide barrier to lean on.
 
-use super::contract::Parked;
-use super::counters::{self, Counter};
 use crate::primitive::AtomicU32;
+use crate::sys::contract::Parked;
+use crate::sys::counters::{self, Counter};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, Thread};
@@ -90,7 +90,7 @@ fn lock(addr: usize) -> MutexGuard<'static, Vec<Entry>> {
 }
 
 /// Sleeps while `*word == expected`, until woken or `deadline_ns` (absolute, on the
-/// crate's monotonic clock, [`super::clock::now_ns`]).
+/// crate's monotonic clock, [`crate::sys::clock::now_ns`]).
 pub(crate) fn wait(
     _queue: &Queue,
     word: &AtomicU32,
@@ -117,7 +117,7 @@ pub(crate) fn wait(
         if node.notified.load(Ordering::Acquire) {
             return Parked::Woken;
         }
-        let now = super::clock::now_ns();
+        let now = crate::sys::clock::now_ns();
         let mut slice = match deadline_ns {
             Some(d) if now >= d => break,
             Some(d) => Some(d - now),
@@ -146,7 +146,7 @@ pub(crate) fn wait(
         return Parked::Woken;
     }
     match deadline_ns {
-        Some(d) if super::clock::now_ns() >= d => Parked::TimedOut,
+        Some(d) if crate::sys::clock::now_ns() >= d => Parked::TimedOut,
         _ => Parked::Woken,
     }
 }

@@ -17,8 +17,8 @@
 //! its own process still wakes it at once, and a store from another process is seen
 //! within one poll period (rounded up to the timer resolution, 15.6 ms by default).
 
-use super::contract::Parked;
-use super::counters::{self, Counter};
+use crate::sys::contract::Parked;
+use crate::sys::counters::{self, Counter};
 use crate::primitive::AtomicU32;
 use core::ffi::c_void;
 use std::sync::atomic::{fence, AtomicBool, Ordering};
@@ -56,7 +56,7 @@ pub(crate) fn timeout_ms(remaining_ns: u64) -> u32 {
 }
 
 /// Sleeps while `*word == expected`, until woken or `deadline_ns` (absolute, on the
-/// crate's monotonic clock, [`super::clock::now_ns`]).
+/// crate's monotonic clock, [`crate::sys::clock::now_ns`]).
 pub(crate) fn wait(
     _queue: &Queue,
     word: &AtomicU32,
@@ -69,7 +69,7 @@ pub(crate) fn wait(
     }
     let mut ms = match deadline_ns {
         Some(d) => {
-            let now = super::clock::now_ns();
+            let now = crate::sys::clock::now_ns();
             if now >= d {
                 return Parked::TimedOut;
             }
@@ -99,7 +99,7 @@ pub(crate) fn wait(
     // A timeout of a slice (a long deadline, a shared cell's poll) is not the
     // deadline: the clock decides, and the caller re-parks on `Woken`.
     match deadline_ns {
-        Some(d) if super::clock::now_ns() >= d => Parked::TimedOut,
+        Some(d) if crate::sys::clock::now_ns() >= d => Parked::TimedOut,
         _ => Parked::Woken,
     }
 }
@@ -125,20 +125,20 @@ static LIGHT_NOTIFY: AtomicBool = AtomicBool::new(false);
 
 /// Whether a notifier may order its store before its load of `state` with a compiler
 /// barrier only (the waiter side then pays with `FlushProcessWriteBuffers`). See the
-/// contract in [`super::park`] and the "Notes about memory ordering" in `protocol.rs`.
+/// contract in [`park`](crate::sys::park) and the "Notes about memory ordering" in `protocol.rs`.
 #[inline(always)]
 pub(crate) fn light_notify() -> bool {
     LIGHT_NOTIFY.load(Ordering::Relaxed)
 }
 
-/// See the contract in [`super::park`]. No PREFETCHW here: the Linux light path's
+/// See the contract in [`park`](crate::sys::park). No PREFETCHW here: the Linux light path's
 /// was measured on Linux only.
 #[inline(always)]
 pub(crate) fn begin_light_store(_word: &AtomicU32) -> bool {
     light_notify()
 }
 
-/// See the contract in [`super::park`].
+/// See the contract in [`park`](crate::sys::park).
 #[inline(always)]
 pub(crate) fn begin_light_check() -> bool {
     light_notify()
@@ -189,7 +189,7 @@ fn light() -> bool {
     })
 }
 
-/// Settles the one-time choice of the waiter barrier (see [`super::park`]).
+/// Settles the one-time choice of the waiter barrier (see [`park`](crate::sys::park)).
 pub(crate) fn prepare() {
     light();
 }
@@ -197,7 +197,7 @@ pub(crate) fn prepare() {
 /// Whether the asymmetric barrier is wanted: `MWAIT_MEMBARRIER=0` turns it off, as on
 /// Linux.
 fn membarrier_wanted() -> bool {
-    super::settings::membarrier_wanted()
+    crate::sys::settings::membarrier_wanted()
 }
 
 /// Whether this process runs under Wine, whose `ntdll.dll` exports `wine_get_version`

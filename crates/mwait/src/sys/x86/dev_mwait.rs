@@ -1,9 +1,9 @@
 //! The `/dev/mwait` kernel shim (`kmod/`): opening the device and one `WAIT` ioctl.
 //! Linux on x86-64 only; `no_dev_mwait.rs` stands in elsewhere.
 
-use super::contract::ShimWake;
-use super::counters::{self, Counter};
 use crate::primitive::AtomicU32;
+use crate::sys::contract::ShimWake;
+use crate::sys::counters::{self, Counter};
 use std::sync::OnceLock;
 
 /// This build can talk to the shim.

@@ -1,8 +1,8 @@
 //! Targets where the `/dev/mwait` shim cannot exist (it is a Linux x86-64 module), and
 //! the loom model: the handle is an empty type, so the kernel tier never runs.
 
-use super::contract::ShimWake;
 use crate::primitive::AtomicU32;
+use crate::sys::contract::ShimWake;
 
 /// This build cannot talk to the shim.
 pub(crate) const AVAILABLE: bool = false;

@@ -2,8 +2,6 @@
 //! hardware): the capability tokens exist but are empty types, so no code that needs
 //! one can run, and the tiers built on them compile everywhere unchanged.
 
-use super::contract::CpuidWaits;
-use crate::primitive::AtomicU32;
 
 /// This build has none of the instructions.
 pub(crate) const AVAILABLE: bool = false;
@@ -22,18 +20,13 @@ pub(crate) const MWAITX_HINT_C0: u32 = 0xF0;
 /// MWAITX hint for C1 (unused here).
 pub(crate) const MWAITX_HINT_C1: u32 = 0x00;
 
-/// A word a monitor could be armed on: any, since no monitor can be armed here.
-pub(crate) trait Watchable {}
-
-impl<T> Watchable for T {}
-
 /// WAITPKG cannot exist here: no value of this type can be made.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Waitpkg {}
 
 impl Waitpkg {
     /// Never: this build has no WAITPKG.
-    pub(crate) fn new(_caps: &impl CpuidWaits) -> Option<Waitpkg> {
+    pub(crate) fn new<C>(_caps: &C) -> Option<Waitpkg> {
         None
     }
 
@@ -77,7 +70,7 @@ pub(crate) enum MonitorX {}
 
 impl MonitorX {
     /// Never: this build has no MONITORX.
-    pub(crate) fn new(_caps: &impl CpuidWaits) -> Option<MonitorX> {
+    pub(crate) fn new<C>(_caps: &C) -> Option<MonitorX> {
         None
     }
 
@@ -105,14 +98,14 @@ impl MonitorX {
 
 /// No PREFETCHW off x86-64.
 // Only the Linux light notify uses it (not the loom model).
-#[cfg_attr(any(mwait_loom, not(target_os = "linux")), allow(dead_code))]
+#[cfg(all(target_os = "linux", not(mwait_loom)))]
 pub(crate) fn prefetchw_supported() -> bool {
     false
 }
 
 /// Off x86-64 a TLB shootdown is no interrupt (Arm broadcasts its TLB maintenance):
 /// no fallback barrier, so no light notify.
-#[cfg_attr(any(mwait_loom, not(target_os = "linux")), allow(dead_code))]
+#[cfg(all(target_os = "linux", not(mwait_loom)))]
 pub(crate) fn shootdown_interrupts() -> bool {
     false
 }
@@ -124,5 +117,5 @@ pub(crate) fn shootdown_interrupts() -> bool {
 /// None needed; `unsafe` only to match the x86-64 signature.
 #[inline(always)]
 // Only the Linux light notify uses it (not the loom model).
-#[cfg_attr(any(mwait_loom, not(target_os = "linux")), allow(dead_code))]
-pub(crate) unsafe fn prefetch_for_write(_word: &AtomicU32) {}
+#[cfg(all(target_os = "linux", not(mwait_loom)))]
+pub(crate) unsafe fn prefetch_for_write(_word: &crate::primitive::AtomicU32) {}

@@ -10,7 +10,7 @@
 //! The TSC must be invariant (CPUID 0x8000_0007 EDX\[8\]) for a single rate to hold;
 //! every CPU with WAITPKG or MONITORX has one.
 
-use super::clock::now_ns;
+use crate::sys::clock::now_ns;
 use std::sync::OnceLock;
 
 /// Reads the time-stamp counter. Every x86-64 CPU has RDTSC.

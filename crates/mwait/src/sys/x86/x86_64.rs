@@ -7,10 +7,9 @@
 //! and MONITORX mnemonics need target features, and a runtime-dispatched build must
 //! not depend on that (the build breaks that oneTBB, ONNX Runtime and DPDK hit).
 
-use super::contract::CpuidWaits;
+use crate::sys::contract::CpuidWaits;
+use crate::sys::Watchable;
 use super::tsc::{ns_to_ticks, rdtsc};
-use crate::primitive::AtomicU32;
-use crate::primitive::AtomicU64;
 use core::arch::asm;
 
 /// This build has the instructions below.
@@ -33,27 +32,6 @@ pub(crate) const MWAITX_HINT_C0: u32 = 0xF0;
 pub(crate) const MWAITX_HINT_C1: u32 = 0x00;
 /// MWAITX ECX bit 1: the EBX timer is enabled.
 const MWAITX_ECX_TIMER: u32 = 1 << 1;
-
-/// A word a monitor can be armed on: an atomic of 32 or 64 bits, whose reference is
-/// always mapped (a monitor armed on an unmapped address faults).
-pub(crate) trait Watchable {
-    /// The word's address.
-    fn addr(&self) -> *const u8;
-}
-
-impl Watchable for AtomicU32 {
-    #[inline(always)]
-    fn addr(&self) -> *const u8 {
-        self.as_ptr().cast()
-    }
-}
-
-impl Watchable for AtomicU64 {
-    #[inline(always)]
-    fn addr(&self) -> *const u8 {
-        self.as_ptr().cast()
-    }
-}
 
 /// UMONITOR: arms the user-mode address monitor on the line holding `addr`.
 ///
@@ -285,7 +263,7 @@ impl MonitorX {
 /// Whether this CPU has PREFETCHW (CPUID.8000_0001:ECX\[8\], PRFCHW), which
 /// [`prefetch_for_write`] needs: every AMD CPU with 64-bit mode, Intel since Broadwell.
 // Only the Linux light notify uses it.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+#[cfg(target_os = "linux")]
 pub(crate) fn prefetchw_supported() -> bool {
     raw_cpuid::CpuId::with_cpuid_reader(super::cpuid::native_reader())
         .get_extended_processor_and_feature_identifiers()
@@ -296,7 +274,7 @@ pub(crate) fn prefetchw_supported() -> bool {
 /// of the process: false where the CPU has INVLPGB (CPUID.8000_0008:EBX\[3\]), which
 /// Linux 6.15 and later may use to flush other CPUs' TLBs without an interrupt.
 // Only the Linux fallback barrier uses it.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+#[cfg(target_os = "linux")]
 pub(crate) fn shootdown_interrupts() -> bool {
     const INVLPGB: u32 = 1 << 3;
     let raw = super::cpuid::native_reader();
@@ -326,8 +304,8 @@ pub(crate) fn shootdown_interrupts() -> bool {
 /// guaranteed to execute as a no-op.
 #[inline(always)]
 // Only the Linux light notify uses it.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-pub(crate) unsafe fn prefetch_for_write(word: &AtomicU32) {
+#[cfg(target_os = "linux")]
+pub(crate) unsafe fn prefetch_for_write(word: &crate::primitive::AtomicU32) {
     // SAFETY: the caller guarantees PREFETCHW exists; it reads no memory
     // architecturally (a hint on the line of a valid reference), writes no register
     // and no flag, and touches no stack.

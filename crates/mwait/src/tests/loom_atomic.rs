@@ -2,18 +2,16 @@
 //! share a bucket (the model's table has one), a wake of one that must reach a
 //! sleeper of its own word, and a 64-bit word whose high half alone changes.
 //!
-//! Run with `RUSTFLAGS="--cfg mwait_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait --test
-//! loom_atomic --release` (`cargo xtask test` does). A lost wake-up shows as a
+//! Run with `RUSTFLAGS="--cfg mwait_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait
+//! --release --lib -- tests::loom_atomic` (`cargo xtask test` does). A lost wake-up shows as a
 //! deadlock, which loom reports.
-#![cfg(mwait_loom)]
 
-mod support;
-use support::model;
+use super::model;
 
+use crate::atomic;
 use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use mwait::atomic;
 
 #[test]
 fn two_words_in_one_bucket_each_wake_reaches_its_own_waiter() {
@@ -94,7 +92,7 @@ fn a_change_of_the_high_half_alone_wakes_a_u64_waiter() {
 /// `wait_any` over a bare word and a cell, `which` of them changed and woken.
 fn wait_any_woken_by(which: usize) {
     model(move || {
-        let both = Arc::new((AtomicU32::new(0), mwait::WaitCell::new(0)));
+        let both = Arc::new((AtomicU32::new(0), crate::WaitCell::new(0)));
         let b = both.clone();
         let t = thread::spawn(move || {
             let m = [

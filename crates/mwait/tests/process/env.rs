@@ -8,7 +8,7 @@ use std::process::Command;
 const CHILD: &str = "MWAIT_TEST_ENV_CHILD";
 
 /// Runs `case` in a child with `vars`; returns (success, stdout + stderr). The child
-/// runs under `MWAIT_TEST_RUNNER` where set (see `support::RUNNER_ENV`).
+/// runs under `MWAIT_TEST_RUNNER` where set (see `crate::support::RUNNER_ENV`).
 fn child(case: &str, vars: &[(&str, &str)]) -> (bool, String) {
     let exe = std::env::current_exe().unwrap();
     let runner = std::env::var("MWAIT_TEST_RUNNER").unwrap_or_default();
@@ -21,7 +21,8 @@ fn child(case: &str, vars: &[(&str, &str)]) -> (bool, String) {
         }
         None => Command::new(exe),
     };
-    cmd.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
+    let entry = crate::support::test_path(module_path!(), "child_entry");
+    cmd.args(["--exact", &entry, "--nocapture", "--test-threads=1"])
         .env(CHILD, case)
         .env_remove("MWAIT_BACKEND")
         .env_remove("MWAIT_DISABLE")

@@ -365,5 +365,4 @@ fn tightest_quota(
 }
 
 #[cfg(test)]
-#[path = "cpus/tests.rs"]
 mod tests;

@@ -1,18 +1,16 @@
 //! Loom model of the async registry: register vs notify, notify_one vs a dropped
 //! future, two futures and notify_all.
 //!
-//! Run with `RUSTFLAGS="--cfg mwait_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait --test
-//! loom_async --release` (`cargo xtask test` does). A lost wake-up shows as a
+//! Run with `RUSTFLAGS="--cfg mwait_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait
+//! --release --lib -- tests::loom_async` (`cargo xtask test` does). A lost wake-up shows as a
 //! deadlock of `block_on`, which loom reports.
-#![cfg(mwait_loom)]
 
-mod support;
-use support::model;
+use super::model;
 
+use crate::WaitCell;
 use loom::future::block_on;
 use loom::sync::Arc;
 use loom::thread;
-use mwait::WaitCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Wake, Waker};
@@ -138,6 +136,6 @@ fn a_future_on_a_cell_fenced_by_a_parked_thread() {
 }
 
 /// Parks with the same waiter policy as the thread models: the park tier at once.
-fn futex_only() -> mwait::WaitPolicy {
-    mwait::WaitPolicy::new().backend(mwait::Backend::Futex)
+fn futex_only() -> crate::WaitPolicy {
+    crate::WaitPolicy::new().backend(crate::Backend::Futex)
 }

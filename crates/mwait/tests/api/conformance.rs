@@ -4,21 +4,19 @@
 //! std's `Barrier`, each retold in terms of `WaitCell` (the comment above each test
 //! names the case it follows). Written from what each case checks, not from its code.
 //!
-//! Run with `cargo test -p mwait --test conformance --release`; the stress cases are
+//! Run with `cargo test -p mwait --test api --release -- conformance::`; the stress cases are
 //! sized for a 2-vCPU VM in a release build and shrink in a debug build (see
 //! [`scaled`]), where `cargo test --workspace` runs them.
 
-mod support;
-
+use crate::support::{
+    armed_futures, counting_waker, hook_waker, no_hang, poll_with, Counter, Hooks, Pending, NEVER,
+};
 use mwait::{Backend, Barrier, WaitCell, WaitPolicy, WaitResult};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 use std::thread;
 use std::time::{Duration, Instant};
-use support::{
-    armed_futures, counting_waker, hook_waker, no_hang, poll_with, Counter, Hooks, Pending, NEVER,
-};
 
 /// Parks at once: the cases below are about the park tier unless they say otherwise.
 const PARK_AT_ONCE: WaitPolicy = WaitPolicy::new().backend(Backend::Futex);

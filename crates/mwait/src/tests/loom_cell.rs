@@ -1,7 +1,7 @@
 //! Loom model of the wait/notify protocol, the clearing of the `FENCED` bit included.
 //!
-//! Run with `RUSTFLAGS="--cfg mwait_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait --test loom
-//! --release`
+//! Run with `RUSTFLAGS="--cfg mwait_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait
+//! --release --lib -- tests::loom_cell`
 //! (`cargo xtask test` does). Loom explores every interleaving (and every weak-memory
 //! outcome it models) of the threads below; a lost wake-up shows as a deadlock, which
 //! loom reports as a failure.
@@ -10,14 +10,12 @@
 //! clock advances 1 ms per reading (so spin and hardware budgets end after one round),
 //! timed futex waits return at once as "timed out", and a hardware-wait episode is a
 //! yield that may end spuriously.
-#![cfg(mwait_loom)]
 
-mod support;
-use support::model;
+use super::model;
 
+use crate::{Backend, WaitCell, WaitPolicy, WaitResult};
 use loom::sync::Arc;
 use loom::thread;
-use mwait::{Backend, WaitCell, WaitPolicy, WaitResult};
 use std::time::Duration;
 
 /// Park at once: the interesting interleavings are all in the park path.

@@ -2,8 +2,8 @@
 //! without one, unparks before a park leave one token) and an unpark racing a timed
 //! park's timeout (the token is taken by exactly one park).
 //!
-//! Run with `RUSTFLAGS="--cfg mwait_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait --test
-//! loom_parker --release` (`cargo xtask test` does). A lost unpark shows as a
+//! Run with `RUSTFLAGS="--cfg mwait_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait
+//! --release --lib -- tests::loom_parker` (`cargo xtask test` does). A lost unpark shows as a
 //! deadlock, which loom reports as a failure. In the model a timed park may time out
 //! at any moment (timed futex waits return at once, the clock advances 1 ms per
 //! reading), so every interleaving of a timeout with an unpark is explored.
@@ -11,15 +11,13 @@
 //! `block_on` is not modelled: its per-thread cache is a std thread-local, which
 //! loom's threads (all on one OS thread) and executions would share; it is
 //! `Parker::park` and the waker below, which are.
-#![cfg(mwait_loom)]
 
-mod support;
-use support::model;
+use super::model;
 
+use crate::{Backend, Parker, WaitPolicy};
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use mwait::{Backend, Parker, WaitPolicy};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 

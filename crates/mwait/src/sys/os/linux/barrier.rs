@@ -1,0 +1,263 @@
+//! The asymmetric barrier: `membarrier(PRIVATE_EXPEDITED)` for waiters and the light
+//! notify it allows, the TLB-shootdown barrier it falls back to once lost, and the
+//! count of `fork()`s a waiter tells a parent's counts apart by.
+
+use crate::primitive::AtomicU32;
+use crate::sys::counters::{self, Counter};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32 as AtomicU32Std, AtomicU8, Ordering};
+use std::sync::OnceLock;
+
+/// Which notify this process's notifiers use, in one byte read (`Relaxed`) on every
+/// notify: [`NOTIFY_FENCED`] until this process has registered for
+/// `membarrier(PRIVATE_EXPEDITED)`, then [`NOTIFY_LIGHT`], or
+/// [`NOTIFY_LIGHT_PREFETCH`] where the CPU has PREFETCHW. Set once, never reset.
+static NOTIFY_MODE: AtomicU8 = AtomicU8::new(NOTIFY_FENCED);
+/// The symmetric protocol: a `SeqCst` store and load.
+const NOTIFY_FENCED: u8 = 0;
+/// The light half of the asymmetric barrier.
+const NOTIFY_LIGHT: u8 = 1;
+/// The light half, the line asked for exclusively first (PREFETCHW).
+const NOTIFY_LIGHT_PREFETCH: u8 = 2;
+
+/// See the contract in [`park`](crate::sys::park): one load of the mode, and a PREFETCHW on
+/// `word` where the CPU has it.
+#[inline(always)]
+pub(crate) fn begin_light_store(word: &AtomicU32) -> bool {
+    match NOTIFY_MODE.load(Ordering::Relaxed) {
+        NOTIFY_FENCED => false,
+        NOTIFY_LIGHT => true,
+        _ => {
+            // SAFETY: the mode is NOTIFY_LIGHT_PREFETCH only where
+            // `prefetchw_supported` found PREFETCHW.
+            unsafe { crate::sys::x86::prefetch_for_write(word) };
+            true
+        }
+    }
+}
+
+/// See the contract in [`park`](crate::sys::park): one load of the mode, nothing else (the
+/// line looked at is only read).
+#[inline(always)]
+pub(crate) fn begin_light_check() -> bool {
+    NOTIFY_MODE.load(Ordering::Relaxed) != NOTIFY_FENCED
+}
+
+/// `membarrier(PRIVATE_EXPEDITED)` where this process could register for it (then
+/// notifiers use the light path), else a `SeqCst` fence (then they never do). The
+/// first call registers; every waiter blocks on that one-time registration, so no
+/// waiter can take the fence path once a notifier may take the light one.
+///
+/// Where the call fails after registration and registering again does not help (a
+/// seccomp filter installed since, say, in a child after `fork()`), the process falls
+/// back to the fenced notify for good, and its waiters to the TLB-shootdown barrier
+/// (see [`fall_back_to_fenced_notifies`]).
+pub(crate) fn waiter_barrier() {
+    if !registered() {
+        fence(Ordering::SeqCst);
+        return;
+    }
+    if BARRIER_LOST.load(Ordering::Relaxed) {
+        lost_barrier();
+        return;
+    }
+    if membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 {
+        // EPERM: this memory map is not registered (a child after fork() inherits
+        // our flag but, on some kernels, not the registration). Register and retry.
+        let again = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0
+            && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
+        if !again {
+            fall_back_to_fenced_notifies();
+            lost_barrier();
+        }
+    }
+}
+
+/// Set once `membarrier` has failed after registration: from then on notifiers fence
+/// ([`NOTIFY_FENCED`]) and waiters run [`shootdown_barrier`].
+static BARRIER_LOST: AtomicBool = AtomicBool::new(false);
+
+/// Set once the shootdown barrier has failed too (`mprotect` refused): from then on
+/// every park sleeps in slices of at most [`SLICE_NS`].
+pub(super) static SLICED: AtomicBool = AtomicBool::new(false);
+
+/// The longest sleep of a park once no process-wide barrier is left: what a light
+/// notify that was under way at the switch can delay a parked thread by.
+pub(super) const SLICE_NS: u64 = 1_000_000;
+
+/// Turns the light notify off for good. New notifies fence (the symmetric protocol),
+/// but a notifier that read the light mode before the switch may still be between
+/// its store (1) and its load (2), for as long as it is preempted there: only a
+/// process-wide barrier on the waiter's side orders it. Waiters therefore run
+/// [`shootdown_barrier`] from now on, which is one: a thread parked or a future armed
+/// after the switch is ordered against such a notifier as with `membarrier`.
+#[cold]
+fn fall_back_to_fenced_notifies() {
+    NOTIFY_MODE.store(NOTIFY_FENCED, Ordering::SeqCst);
+    BARRIER_LOST.store(true, Ordering::SeqCst);
+    fence(Ordering::SeqCst);
+}
+
+/// The waiter's barrier once `membarrier` is lost: the shootdown barrier, or, should
+/// that fail too, a fence and sleeps in slices (a future armed then relies on the
+/// notifies that follow; a refused `mprotect` of our own page is not known to
+/// happen).
+#[cold]
+fn lost_barrier() {
+    if !shootdown_barrier() {
+        SLICED.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+    }
+}
+
+/// A page of this process's own, private and anonymous, whose protection the
+/// shootdown barrier changes; mapped at registration, so that the fallback needs no
+/// memory when it comes.
+struct ShootdownPage {
+    addr: usize,
+    len: usize,
+    /// One change of protection at a time: the page must be present and writable
+    /// before each downgrade.
+    lock: std::sync::Mutex<()>,
+}
+
+static SHOOTDOWN_PAGE: OnceLock<Option<ShootdownPage>> = OnceLock::new();
+
+/// Maps the shootdown page (once); `None` if `mmap` refused.
+fn shootdown_page() -> Option<&'static ShootdownPage> {
+    SHOOTDOWN_PAGE
+        .get_or_init(|| {
+            // SAFETY: sysconf takes a constant and reads no memory of ours.
+            let len = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+                .ok()
+                .filter(|&n| n > 0)?;
+            // SAFETY: a fresh private anonymous mapping at an address of the
+            // kernel's choice touches no memory of ours; checked below.
+            let p = unsafe {
+                libc::mmap(
+                    core::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            (p != libc::MAP_FAILED).then(|| ShootdownPage {
+                addr: p as usize,
+                len,
+                lock: std::sync::Mutex::new(()),
+            })
+        })
+        .as_ref()
+}
+
+/// A process-wide barrier without `membarrier`: makes the shootdown page present and
+/// writable, writes it, then takes the write permission away. The kernel must then
+/// flush the page's translation from every CPU that may cache it, every CPU running
+/// a thread of this process among them, and on x86-64 it does so with an
+/// inter-processor interrupt whose handler executes a serializing instruction there
+/// (a full barrier), and returns once each has answered: the guarantee `membarrier`
+/// gives, and the one folly's `asymmetricHeavyBarrier` and .NET's
+/// `FlushProcessWriteBuffers` rely on on Linux. Offered only where the CPU's
+/// shootdowns interrupt (`x86::shootdown_interrupts`: not with INVLPGB, which
+/// flushes without interrupts); false when there is no page or `mprotect` refused.
+fn shootdown_barrier() -> bool {
+    let Some(page) = shootdown_page() else {
+        return false;
+    };
+    let _one_at_a_time = page.lock.lock().unwrap_or_else(|e| e.into_inner());
+    counters::count(Counter::Membarrier);
+    let ptr = page.addr as *mut libc::c_void;
+    // SAFETY: `ptr` and `len` are the page this process mapped and never unmaps; the
+    // write goes to it only while it is writable (under the lock, between the
+    // two calls), and nothing else of ours lives there.
+    unsafe {
+        if libc::mprotect(ptr, page.len, libc::PROT_READ | libc::PROT_WRITE) != 0 {
+            return false;
+        }
+        core::ptr::write_volatile(ptr.cast::<u8>(), 1);
+        libc::mprotect(ptr, page.len, libc::PROT_READ) == 0
+    }
+}
+
+/// Whether this process is registered for `membarrier(PRIVATE_EXPEDITED)`: the first
+/// call tries to register, every call blocks until that try has ended.
+fn registered() -> bool {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    *REGISTERED.get_or_init(|| {
+        // Miri has no membarrier: its waiters fence, its notifiers never take the
+        // light path.
+        // The light notify needs a barrier to fall back on should `membarrier` be
+        // lost later (a seccomp filter installed since): the shootdown barrier,
+        // where the CPU's shootdowns interrupt and its page is mapped.
+        let ok = !cfg!(miri)
+            && membarrier_wanted()
+            && crate::sys::x86::shootdown_interrupts()
+            && shootdown_page().is_some()
+            && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+        if ok {
+            let mode = if crate::sys::x86::prefetchw_supported() {
+                NOTIFY_LIGHT_PREFETCH
+            } else {
+                NOTIFY_LIGHT
+            };
+            NOTIFY_MODE.store(mode, Ordering::SeqCst);
+        }
+        ok
+    })
+}
+
+/// How many `fork()`s lie between the process that first parked through mwait and
+/// this one: 0 there, one more in each child (a `pthread_atfork` child handler,
+/// installed by the first call). See "Counts left by a fork" in `protocol.rs`.
+pub(crate) fn fork_generation() -> u32 {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    // Miri cannot fork: the handler is not installed there.
+    INSTALLED.get_or_init(|| {
+        if cfg!(miri) {
+            return;
+        }
+        extern "C" fn in_the_child() {
+            FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: the handler is a plain function for the whole life of the process;
+        // it only increments an atomic, which is async-signal-safe, as a child
+        // handler of a multi-threaded parent must be.
+        let r = unsafe { libc::pthread_atfork(None, None, Some(in_the_child)) };
+        debug_assert_eq!(r, 0, "pthread_atfork failed");
+    });
+    FORK_GENERATION.load(Ordering::Relaxed)
+}
+
+/// See [`fork_generation`].
+static FORK_GENERATION: AtomicU32Std = AtomicU32Std::new(0);
+
+/// Settles the one-time `membarrier` registration (see [`park`](crate::sys::park)).
+pub(crate) fn prepare() {
+    registered();
+    fork_generation();
+}
+
+/// Whether the asymmetric barrier is wanted: `MWAIT_MEMBARRIER=0` turns it off (then
+/// every notify is a locked `xchg` and every park a plain fence).
+fn membarrier_wanted() -> bool {
+    crate::sys::settings::membarrier_wanted()
+}
+
+/// `membarrier(2)` commands (linux/membarrier.h; not in the libc crate).
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+fn membarrier(cmd: libc::c_int) -> libc::c_long {
+    counters::count(Counter::Membarrier);
+    // SAFETY: membarrier takes two integers and a cpu id (unused without the CPU
+    // flag) and touches no user memory.
+    unsafe {
+        libc::syscall(
+            libc::SYS_membarrier,
+            cmd,
+            0 as libc::c_uint,
+            0 as libc::c_int,
+        )
+    }
+}

@@ -1,0 +1,19 @@
+//! Linux: the futex park (`futex.rs`), the asymmetric barrier of `membarrier` with its
+//! TLB-shootdown fallback and the count of `fork()`s (`barrier.rs`), what the ladder
+//! reads about CPUs and load and the affinity control (`cpus.rs`), and the cgroup
+//! parsers behind the usable CPU count (`cgroup.rs`).
+
+mod barrier;
+mod cgroup;
+mod cpus;
+mod futex;
+
+pub(crate) use barrier::{
+    begin_light_check, begin_light_store, fork_generation, prepare, waiter_barrier,
+};
+pub(crate) use cpus::{current_cpu, running_threads, usable_cpus, ThreadCpus};
+#[cfg(test)]
+pub(crate) use futex::inject;
+pub(crate) use futex::{wait, wake};
+/// Nothing to keep beside the word: the kernel keys futex sleepers by address.
+pub(crate) use super::plain::{end_light_store, light_fence, Queue};
