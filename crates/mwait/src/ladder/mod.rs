@@ -322,7 +322,7 @@ pub(crate) fn run_word<'a, W: Word<'a>>(
 /// The ladder of [`run`] on a cell with `hw` as its hardware tier: a simulated
 /// monitor (`backend/sim.rs`), which is how the tests run the whole ladder against
 /// monitors this machine does not have.
-#[cfg(test)]
+#[cfg(all(test, not(mwait_loom)))]
 pub(crate) fn climb(
     cell: Waiter<'_>,
     pred: &mut dyn FnMut(u32) -> bool,

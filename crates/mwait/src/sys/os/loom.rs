@@ -119,7 +119,7 @@ pub(crate) fn end_light_store() {
 }
 
 /// The model's waiter barrier: `membarrier`, or what the process falls back to once
-/// `membarrier` is lost ([`Fallback`]), the two the same interrupts.
+/// `membarrier` is lost (`FALLBACK`), the two the same interrupts.
 pub(crate) fn waiter_barrier() {
     match FALLBACK.with(std::cell::Cell::get) {
         FALLBACK_FENCE => fence(Ordering::SeqCst),
@@ -127,14 +127,14 @@ pub(crate) fn waiter_barrier() {
     }
 }
 
-/// The barrier the model's waiters run: [`FALLBACK_NONE`] (`membarrier`), or after a
-/// lost `membarrier`, the TLB-shootdown barrier (the same
-/// interrupts, 1) or a mere fence ([`FALLBACK_FENCE`], which a light notify in flight at
-/// the switch defeats). Set by the model tests of this file only; outside the model's
-/// threads, so not a modelled access. One per OS thread: loom runs a model's threads
-/// on the thread that checks it, so a test's setting reaches its own models and not
-/// those that the harness runs beside it on other threads (the other models of the
-/// crate's loom build, which must see `membarrier`).
+// The barrier the model's waiters run: `FALLBACK_NONE` (`membarrier`), or after a
+// lost `membarrier`, the TLB-shootdown barrier (the same interrupts, 1) or a mere
+// fence (`FALLBACK_FENCE`, which a light notify in flight at the switch defeats). Set
+// by the model tests of this file only; outside the model's threads, so not a
+// modelled access. One per OS thread: loom runs a model's threads on the thread that
+// checks it, so a test's setting reaches its own models and not those that the
+// harness runs beside it on other threads (the other models of the crate's loom
+// build, which must see `membarrier`).
 std::thread_local! {
     static FALLBACK: std::cell::Cell<u8> = const { std::cell::Cell::new(FALLBACK_NONE) };
 }
