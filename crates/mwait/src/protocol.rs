@@ -236,7 +236,43 @@
 //! fenced notify and between (3) and (4) (see `primitive::loom_sc_fence`).
 //!
 //! A parked waiter that wakes decrements `state` (`Relaxed`: it orders nothing; a
-//! notifier that still sees the old count makes one unneeded `futex_wake`, no more).
+//! notifier that still sees the old count and no `WOKEN` makes one unneeded
+//! `futex_wake`, no more).
+//!
+//! ## A wake on its way: the `WOKEN` bit
+//!
+//! A woken waiter stays counted until it runs and withdraws, which on a busy machine
+//! can be many microseconds after the wake. A writer that stores on every step (the
+//! two positions of a ring buffer, one store per message) would find the count on
+//! each of those stores and call `futex_wake` each time: a system call per message
+//! for sleepers that are already awake. So a notifier N that wakes every sleeper
+//! first sets `WOKEN` (and clears `SKIPPED`) with a compare-exchange on the state of
+//! its second look, then wakes. A notify M whose second look finds `WOKEN` sets
+//! `SKIPPED` with a `SeqCst` read-modify-write that still finds `WOKEN`, and then
+//! makes no call. Every announcement (3) clears `WOKEN` in the read-modify-write
+//! that counts the waiter, and the last withdrawal clears both bits with the count.
+//!
+//! Why no wake is lost. Only the cell's parked waiters sleep on the value's address,
+//! and each is counted while it sleeps (a child of `fork()` and a process-shared cell
+//! are the exceptions, and never set the bit: `counts_every_sleeper`). Take a notify
+//! M that skipped, and a waiter W counted when M found `WOKEN` (one counted later
+//! cleared the bit, and M did not skip). W was counted at the exchange of the N
+//! that set the bit, and M's read-modify-write comes after that exchange in
+//! `state`'s modification order. Every later read-modify-write of `state` reads M's
+//! or a later one of that chain, so M's store (1) happens before whatever follows
+//! such a read-modify-write in its thread.
+//!
+//! - If W sleeps again later, it does so after a new announcement, a read-modify-write
+//!   after M's: its re-check (4) sees M's value (or a later one).
+//! - Otherwise W sleeps on this announcement. N's wake tells how many it woke (the
+//!   platform says; where it does not, 0). As many as the count at the exchange: W
+//!   was asleep, and is awake now. Fewer: N clears both bits with a read-modify-write
+//!   after M's; if it finds `SKIPPED` it wakes every sleeper once more, after M's
+//!   store, and W is asleep and woken, or enters `futex_wait` after that wake and
+//!   finds M's value there (the futex pairing the whole protocol rests on). If it
+//!   does not, `SKIPPED` was cleared after M's mark by the last withdrawal (then W
+//!   withdrew: the case above) or by the exchange of a later notifier N' that set
+//!   `WOKEN` anew, whose own wake comes after M's store and covers W the same way.
 
 use crate::primitive::{const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Ordering};
 use crate::registry::ASYNC_REGISTERED;
@@ -244,7 +280,7 @@ use crate::sys::park::{self, Parked};
 use sleepers::Sleepers;
 use state::{
     announced, fenced_after_idle_notify, replaces_foreign_count, withdrawn, EPOCH_MASK,
-    EPOCH_SHIFT, FENCED, IDLE_MASK, PARKED_MASK, SHARED_SLOW,
+    EPOCH_SHIFT, FENCED, IDLE_MASK, PARKED_MASK, SHARED_SLOW, SKIPPED, WOKEN,
 };
 use std::task::Waker;
 
@@ -354,7 +390,7 @@ impl MonitorLine {
             // them (a predicate or a signal handler that forked during its park). The
             // count goes, and a wake of every sleeper makes such a thread re-check
             // and announce itself under this process's tag.
-            let repaired = state & !(PARKED_MASK | EPOCH_MASK);
+            let repaired = state & !(PARKED_MASK | EPOCH_MASK | WOKEN | SKIPPED);
             state = match self.state.compare_exchange(
                 state,
                 repaired,
@@ -380,15 +416,54 @@ impl MonitorLine {
             );
         } else if state & PARKED_MASK != 0 && state & IDLE_MASK != 0 {
             // The run of idle notifies ends: the waiters still park.
-            self.state.fetch_and(!IDLE_MASK, Ordering::Relaxed);
+            state = self.state.fetch_and(!IDLE_MASK, Ordering::Relaxed) & !IDLE_MASK;
         }
-        if state & PARKED_MASK != 0 {
+        let mut wake_parked = state & PARKED_MASK != 0;
+        if state & WOKEN != 0 {
+            // A wake is on its way to every counted waiter: say that we skipped
+            // ours, in a read-modify-write that still finds the bit (see "A wake on
+            // its way"); if it is gone, go on with the state as it is now.
+            match self
+                .state
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |st| {
+                    (st & WOKEN != 0).then_some(st | SKIPPED)
+                }) {
+                Ok(_) => wake_parked = false,
+                Err(now) => {
+                    state = now;
+                    wake_parked = state & PARKED_MASK != 0;
+                }
+            }
+        }
+        if wake_parked {
             // The wake stamp, on this path only: it makes a system call anyway.
             s.wake_stamp.store(
                 crate::sys::clock::now_ns(),
                 std::sync::atomic::Ordering::Relaxed,
             );
-            park::wake(&s.queue, &self.value, n, s.shared);
+            // A wake of every sleeper reaches every waiter counted now that sleeps:
+            // the bit says so to the notifies that follow, which then make no call
+            // (see "A wake on its way"). A change since our look fails the exchange.
+            let claimed = n == park::ALL
+                && counts_every_sleeper(s)
+                && self
+                    .state
+                    .compare_exchange(
+                        state,
+                        (state | WOKEN) & !SKIPPED,
+                        Ordering::SeqCst,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok();
+            let woke = park::wake(&s.queue, &self.value, n, s.shared);
+            if claimed && woke < (state & PARKED_MASK) as usize {
+                // A counted waiter was not asleep yet: the bit goes, and if a notify
+                // skipped its wake meanwhile, one more wake covers it.
+                let before = self.state.fetch_and(!(WOKEN | SKIPPED), Ordering::SeqCst);
+                if before & SKIPPED != 0 {
+                    park::wake(&s.queue, &self.value, park::ALL, s.shared);
+                }
+            }
             on_woke.parked_woken();
         }
         // A process-shared cell never arms a waker (its entries refuse async waits),
@@ -551,6 +626,18 @@ impl Drop for Announced<'_> {
                 withdrawn(st, tag)
             });
     }
+}
+
+/// Whether every thread asleep on this cell's value is in its parked count, so that a
+/// wake that woke as many as the count woke them all (see "A wake on its way"). Not
+/// in a child of `fork()` (a thread that forked from a signal handler during its park
+/// sleeps on in the child, under a count the child drops), not on a process-shared
+/// cell (the same thread may sleep in a parent and a child under one count), and
+/// not where the platform does not tell a child of `fork()` apart (only Linux and
+/// the loom model do).
+#[inline]
+fn counts_every_sleeper(s: &Sleepers) -> bool {
+    cfg!(any(target_os = "linux", loom)) && !s.shared && park::fork_generation() == 0
 }
 
 /// `state`'s tag for the parked waiters of this process (0 for a process-shared cell,
