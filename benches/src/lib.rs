@@ -12,6 +12,7 @@ pub mod cold;
 pub mod impls;
 pub mod scale;
 pub mod scenarios;
+pub mod spsc;
 pub mod tradeoff;
 
 use mwait_support::nearest_rank;
