@@ -284,3 +284,25 @@ fn stores_after_a_wake_on_its_way_reach_a_waiter_that_parks_again() {
         assert_eq!(cell.parked_waiters(), 0);
     });
 }
+
+/// A wake tree (one sleeper woken by the notifier, the other by it, in the model):
+/// one waiter waits untimed, the other with a deadline (in the model a timed park
+/// returns at once), so the count may hold a waiter that never sleeps, and the
+/// tree's wake may find fewer sleepers than it asked for.
+#[test]
+fn a_wake_tree_leaves_nobody_asleep() {
+    model(|| {
+        let cell = Arc::new(WaitCell::new(0));
+        let c = cell.clone();
+        let untimed = thread::spawn(move || c.wait_until_with(|v| v == 1, &futex_only()));
+        let c = cell.clone();
+        let timed = thread::spawn(move || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(3600);
+            c.wait_until_deadline_with(|v| v == 1, deadline, &futex_only())
+        });
+        cell.store(1);
+        assert_eq!(untimed.join().unwrap(), 1);
+        let _ = timed.join().unwrap();
+        assert_eq!(cell.parked_waiters(), 0);
+    });
+}
