@@ -268,9 +268,10 @@
 //! each of those stores and call `futex_wake` each time: a system call per message
 //! for sleepers that are already awake. So a notifier N that wakes every sleeper
 //! first sets `WOKEN` (and clears `SKIPPED`) with a compare-exchange on the state of
-//! its second look, then wakes. A notify M whose second look finds `WOKEN` sets
-//! `SKIPPED` with a `SeqCst` read-modify-write that still finds `WOKEN`, and then
-//! makes no call. Every announcement (3) clears `WOKEN` in the read-modify-write
+//! its second look, then wakes. A notify M that finds `WOKEN` sets `SKIPPED` with a
+//! `SeqCst` read-modify-write that still finds `WOKEN`, and then makes no call; where
+//! its first look found the bit, that read-modify-write is its second look (it
+//! orders M's store before it and reads the latest state), with no fence before it. Every announcement (3) clears `WOKEN` in the read-modify-write
 //! that counts the waiter, and the last withdrawal clears both bits with the count.
 //!
 //! Why no wake is lost. Only the cell's parked waiters sleep on the value's address,
@@ -373,7 +374,7 @@ impl MonitorLine {
             let state = self.state.load(Ordering::Relaxed); // (2)
             park::end_light_store();
             if state != 0 {
-                self.wake_slow(s, park::ALL, on_woke);
+                self.wake_slow(s, park::ALL, on_woke, state);
             }
         } else {
             self.value.store(value, Ordering::SeqCst); // (1)
@@ -391,13 +392,32 @@ impl MonitorLine {
                                                        // `SHARED_SLOW` is for light stores only: after a `SeqCst` write or fence
                                                        // the symmetric protocol needs no second look (see the notes).
         if state & !SHARED_SLOW != 0 {
-            self.wake_slow(s, n, on_woke);
+            self.wake_slow(s, n, on_woke, state);
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn wake_slow(&self, s: &Sleepers, n: u32, on_woke: &impl OnWake) {
+    fn wake_slow(&self, s: &Sleepers, n: u32, on_woke: &impl OnWake, first: u32) {
+        let tag = epoch_tag(s);
+        if first & WOKEN != 0 && first & EPOCH_MASK == tag {
+            // A wake on its way, by the first look: the mark of our skip is our second
+            // look, a `SeqCst` read-modify-write that orders our store before it and
+            // reads the latest state, so it needs no fence before it (see "A wake on
+            // its way"). If the bit has gone, the full second look below decides.
+            let skipped = self
+                .state
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |st| {
+                    (st & WOKEN != 0 && st & EPOCH_MASK == tag).then_some(st | SKIPPED)
+                });
+            if let Ok(state) = skipped {
+                if state & ASYNC_REGISTERED != 0 && !s.shared {
+                    s.registry
+                        .wake(&self.state, if n == 1 { 1 } else { usize::MAX });
+                }
+                return;
+            }
+        }
         // Whatever the first look found, order our store before a second look with a
         // full fence: a waiter may be announcing itself right now without
         // `membarrier` (in another process, on a `FENCED` cell, or relying on an
@@ -405,7 +425,7 @@ impl MonitorLine {
         // to see it (see "Who may skip the barrier" in the notes).
         fence(Ordering::SeqCst);
         let mut state = self.state.load(Ordering::SeqCst);
-        if state & PARKED_MASK != 0 && state & EPOCH_MASK != epoch_tag(s) {
+        if state & PARKED_MASK != 0 && state & EPOCH_MASK != tag {
             // Counted under the tag of an ancestor process: none of those waiters
             // runs here, but the thread that called `fork()` may have been one of
             // them (a predicate or a signal handler that forked during its park). The
