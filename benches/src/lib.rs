@@ -13,6 +13,7 @@ pub mod energy;
 pub mod impls;
 pub mod scale;
 pub mod scenarios;
+pub mod spsc;
 pub mod tradeoff;
 
 use mwait_support::nearest_rank;

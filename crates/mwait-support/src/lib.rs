@@ -77,6 +77,29 @@ pub fn in_forked_child(f: impl FnOnce() -> i32) -> i32 {
     sys::in_forked_child(f)
 }
 
+/// Lowers the calling thread to `SCHED_IDLE`: it runs only when its CPU has nothing
+/// else to run (a woken thread at this priority does not preempt the thread that
+/// woke it on its CPU). False if the call failed. Linux only.
+#[cfg(target_os = "linux")]
+pub fn idle_priority() -> bool {
+    sys::idle_priority()
+}
+
+/// The calling thread's kernel thread id. Linux only.
+#[cfg(target_os = "linux")]
+pub fn thread_id() -> i32 {
+    sys::thread_id()
+}
+
+/// Whether thread `tid` of this process is asleep in a futex wait, by its `wchan`;
+/// `None` where the kernel does not say (no such file, or `0`). Linux only.
+#[cfg(target_os = "linux")]
+pub fn sleeps_in_futex(tid: i32) -> Option<bool> {
+    let wchan = std::fs::read_to_string(format!("/proc/self/task/{tid}/wchan")).ok()?;
+    let wchan = wchan.trim();
+    (!wchan.is_empty() && wchan != "0").then(|| wchan.contains("futex"))
+}
+
 /// The CPU the calling thread runs on (`usize::MAX` where unknown). On Linux a vDSO
 /// read, cheap enough to take beside a timed wake.
 pub fn current_cpu() -> usize {

@@ -37,6 +37,20 @@ pub(crate) fn current_cpu() -> usize {
     usize::try_from(c).unwrap_or(usize::MAX)
 }
 
+pub(crate) fn idle_priority() -> bool {
+    // SAFETY: sched_param is plain data, all-zero is valid (SCHED_IDLE takes priority
+    // 0); the call reads it during the call only.
+    unsafe {
+        let param: libc::sched_param = std::mem::zeroed();
+        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) == 0
+    }
+}
+
+pub(crate) fn thread_id() -> i32 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
 pub(crate) fn affinity_cpus() -> Option<usize> {
     // SAFETY: an all-zero cpu_set_t is a valid empty set; sched_getaffinity writes
     // at most `size_of::<cpu_set_t>()` bytes into it.

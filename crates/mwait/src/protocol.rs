@@ -186,6 +186,27 @@
 //! `membarrier` again; a cell that is mostly stored to with nobody parked loses it
 //! within that many stores and goes back to the light path.
 //!
+//! ## A wake tree
+//!
+//! The kernel wakes the sleepers of one `futex_wake` one after the other, so with N
+//! parked waiters the last wakes N wakes after the notify. A notifier that wakes
+//! every sleeper of a cell (not a process-shared one, where a process that dies
+//! mid-tree would strand the rest), on a machine where the tree's turns can run at
+//! once (`trees_help`), with more than `RELAY_FANOUT` parked adds the
+//! others to `Sleepers::relay` and wakes `RELAY_FANOUT` itself; each waiter that
+//! returns from a wake takes up to `RELAY_FANOUT` from `relay` and wakes as many,
+//! before anything else, and the one that takes the last wakes every sleeper.
+//! Nobody is left asleep: `relay` drops to 0 only in a read-modify-write whose thread
+//! then wakes every sleeper, and while it is above 0 some woken waiter is still to
+//! take its turn, because a wake that woke fewer than it asked for (the count held
+//! waiters not yet asleep, or gone) takes all of `relay` and wakes every sleeper
+//! itself. A thread counted by the kernel as woken returns from its wait as woken
+//! (the kernel reports a wake over a signal or a timeout), so every turn is taken.
+//! A sleeper that parked after the notify may be woken by the tree instead of an
+//! older one: it re-checks and parks again, and the older one is woken by the last
+//! turn's wake of every sleeper. A platform that does not say how many it woke
+//! (0) never starts a tree: the first wake falls back to waking every sleeper.
+//!
 //! ## Counts left by a fork
 //!
 //! A child of `fork()` inherits a copy of every private cell, parked count included,
@@ -236,7 +257,44 @@
 //! fenced notify and between (3) and (4) (see `primitive::loom_sc_fence`).
 //!
 //! A parked waiter that wakes decrements `state` (`Relaxed`: it orders nothing; a
-//! notifier that still sees the old count makes one unneeded `futex_wake`, no more).
+//! notifier that still sees the old count and no `WOKEN` makes one unneeded
+//! `futex_wake`, no more).
+//!
+//! ## A wake on its way: the `WOKEN` bit
+//!
+//! A woken waiter stays counted until it runs and withdraws, which on a busy machine
+//! can be many microseconds after the wake. A writer that stores on every step (the
+//! two positions of a ring buffer, one store per message) would find the count on
+//! each of those stores and call `futex_wake` each time: a system call per message
+//! for sleepers that are already awake. So a notifier N that wakes every sleeper
+//! first sets `WOKEN` (and clears `SKIPPED`) with a compare-exchange on the state of
+//! its second look, then wakes. A notify M that finds `WOKEN` sets `SKIPPED` with a
+//! `SeqCst` read-modify-write that still finds `WOKEN`, and then makes no call; where
+//! its first look found the bit, that read-modify-write is its second look (it
+//! orders M's store before it and reads the latest state), with no fence before it. Every announcement (3) clears `WOKEN` in the read-modify-write
+//! that counts the waiter, and the last withdrawal clears both bits with the count.
+//!
+//! Why no wake is lost. Only the cell's parked waiters sleep on the value's address,
+//! and each is counted while it sleeps (a child of `fork()` and a process-shared cell
+//! are the exceptions, and never set the bit: `counts_every_sleeper`). Take a notify
+//! M that skipped, and a waiter W counted when M found `WOKEN` (one counted later
+//! cleared the bit, and M did not skip). W was counted at the exchange of the N
+//! that set the bit, and M's read-modify-write comes after that exchange in
+//! `state`'s modification order. Every later read-modify-write of `state` reads M's
+//! or a later one of that chain, so M's store (1) happens before whatever follows
+//! such a read-modify-write in its thread.
+//!
+//! - If W sleeps again later, it does so after a new announcement, a read-modify-write
+//!   after M's: its re-check (4) sees M's value (or a later one).
+//! - Otherwise W sleeps on this announcement. N's wake tells how many it woke (the
+//!   platform says; where it does not, 0). As many as the count at the exchange: W
+//!   was asleep, and is awake now. Fewer: N clears both bits with a read-modify-write
+//!   after M's; if it finds `SKIPPED` it wakes every sleeper once more, after M's
+//!   store, and W is asleep and woken, or enters `futex_wait` after that wake and
+//!   finds M's value there (the futex pairing the whole protocol rests on). If it
+//!   does not, `SKIPPED` was cleared after M's mark by the last withdrawal (then W
+//!   withdrew: the case above) or by the exchange of a later notifier N' that set
+//!   `WOKEN` anew, whose own wake comes after M's store and covers W the same way.
 
 use crate::primitive::{const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Ordering};
 use crate::registry::ASYNC_REGISTERED;
@@ -244,7 +302,7 @@ use crate::sys::park::{self, Parked};
 use sleepers::Sleepers;
 use state::{
     announced, fenced_after_idle_notify, replaces_foreign_count, withdrawn, EPOCH_MASK,
-    EPOCH_SHIFT, FENCED, IDLE_MASK, PARKED_MASK, SHARED_SLOW,
+    EPOCH_SHIFT, FENCED, IDLE_MASK, PARKED_MASK, SHARED_SLOW, SKIPPED, WOKEN,
 };
 use std::task::Waker;
 
@@ -316,7 +374,7 @@ impl MonitorLine {
             let state = self.state.load(Ordering::Relaxed); // (2)
             park::end_light_store();
             if state != 0 {
-                self.wake_slow(s, park::ALL, on_woke);
+                self.wake_slow(s, park::ALL, on_woke, state);
             }
         } else {
             self.value.store(value, Ordering::SeqCst); // (1)
@@ -334,13 +392,32 @@ impl MonitorLine {
         // symmetric protocol needs no second look (see the notes).
         let state = self.state.load(Ordering::SeqCst); // (2)
         if state & !SHARED_SLOW != 0 {
-            self.wake_slow(s, n, on_woke);
+            self.wake_slow(s, n, on_woke, state);
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn wake_slow(&self, s: &Sleepers, n: u32, on_woke: &impl OnWake) {
+    fn wake_slow(&self, s: &Sleepers, n: u32, on_woke: &impl OnWake, first: u32) {
+        let tag = epoch_tag(s);
+        if first & WOKEN != 0 && first & EPOCH_MASK == tag {
+            // A wake on its way, by the first look: the mark of our skip is our second
+            // look, a `SeqCst` read-modify-write that orders our store before it and
+            // reads the latest state, so it needs no fence before it (see "A wake on
+            // its way"). If the bit has gone, the full second look below decides.
+            let skipped = self
+                .state
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |st| {
+                    (st & WOKEN != 0 && st & EPOCH_MASK == tag).then_some(st | SKIPPED)
+                });
+            if let Ok(state) = skipped {
+                if state & ASYNC_REGISTERED != 0 && !s.shared {
+                    s.registry
+                        .wake(&self.state, if n == 1 { 1 } else { usize::MAX });
+                }
+                return;
+            }
+        }
         // Whatever the first look found, order our store before a second look with a
         // full fence: a waiter may be announcing itself right now without
         // `membarrier` (in another process, on a `FENCED` cell, or relying on an
@@ -348,13 +425,13 @@ impl MonitorLine {
         // to see it (see "Who may skip the barrier" in the notes).
         fence(Ordering::SeqCst);
         let mut state = self.state.load(Ordering::SeqCst);
-        if state & PARKED_MASK != 0 && state & EPOCH_MASK != epoch_tag(s) {
+        if state & PARKED_MASK != 0 && state & EPOCH_MASK != tag {
             // Counted under the tag of an ancestor process: none of those waiters
             // runs here, but the thread that called `fork()` may have been one of
             // them (a predicate or a signal handler that forked during its park). The
             // count goes, and a wake of every sleeper makes such a thread re-check
             // and announce itself under this process's tag.
-            let repaired = state & !(PARKED_MASK | EPOCH_MASK);
+            let repaired = state & !(PARKED_MASK | EPOCH_MASK | WOKEN | SKIPPED);
             state = match self.state.compare_exchange(
                 state,
                 repaired,
@@ -380,15 +457,60 @@ impl MonitorLine {
             );
         } else if state & PARKED_MASK != 0 && state & IDLE_MASK != 0 {
             // The run of idle notifies ends: the waiters still park.
-            self.state.fetch_and(!IDLE_MASK, Ordering::Relaxed);
+            state = self.state.fetch_and(!IDLE_MASK, Ordering::Relaxed) & !IDLE_MASK;
         }
-        if state & PARKED_MASK != 0 {
+        let mut wake_parked = state & PARKED_MASK != 0;
+        if state & WOKEN != 0 {
+            // A wake is on its way to every counted waiter: say that we skipped
+            // ours, in a read-modify-write that still finds the bit (see "A wake on
+            // its way"); if it is gone, go on with the state as it is now.
+            match self
+                .state
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |st| {
+                    (st & WOKEN != 0).then_some(st | SKIPPED)
+                }) {
+                Ok(_) => wake_parked = false,
+                Err(now) => {
+                    state = now;
+                    wake_parked = state & PARKED_MASK != 0;
+                }
+            }
+        }
+        let count = state & PARKED_MASK;
+        if wake_parked && n == park::ALL && !s.shared && count > RELAY_FANOUT && trees_help() {
+            // A wake tree: wake a few, who wake the rest (see "A wake tree").
+            s.relay.fetch_add(count - RELAY_FANOUT, Ordering::SeqCst);
+            self.relay_wake(s, RELAY_FANOUT);
+            on_woke.parked_woken();
+        } else if wake_parked {
             // The wake stamp, on this path only: it makes a system call anyway.
             s.wake_stamp.store(
                 crate::sys::clock::now_ns(),
                 std::sync::atomic::Ordering::Relaxed,
             );
-            park::wake(&s.queue, &self.value, n, s.shared);
+            // A wake of every sleeper reaches every waiter counted now that sleeps:
+            // the bit says so to the notifies that follow, which then make no call
+            // (see "A wake on its way"). A change since our look fails the exchange.
+            let claimed = n == park::ALL
+                && counts_every_sleeper(s)
+                && self
+                    .state
+                    .compare_exchange(
+                        state,
+                        (state | WOKEN) & !SKIPPED,
+                        Ordering::SeqCst,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok();
+            let woke = park::wake(&s.queue, &self.value, n, s.shared);
+            if claimed && woke < (state & PARKED_MASK) as usize {
+                // A counted waiter was not asleep yet: the bit goes, and if a notify
+                // skipped its wake meanwhile, one more wake covers it.
+                let before = self.state.fetch_and(!(WOKEN | SKIPPED), Ordering::SeqCst);
+                if before & SKIPPED != 0 {
+                    park::wake(&s.queue, &self.value, park::ALL, s.shared);
+                }
+            }
             on_woke.parked_woken();
         }
         // A process-shared cell never arms a waker (its entries refuse async waits),
@@ -443,7 +565,54 @@ impl MonitorLine {
             // drop. Announce again under this process's own.
             return Err(Parked::Changed);
         }
-        Err(park::wait(&s.queue, &self.value, v, deadline_ns, s.shared))
+        let slept = park::wait(&s.queue, &self.value, v, deadline_ns, s.shared);
+        if slept == Parked::Woken {
+            // Before anything else (the predicate may panic): a wake tree may count
+            // on this waiter to wake the next ones.
+            self.relay(s);
+        }
+        Err(slept)
+    }
+
+    /// A woken waiter's turn in a wake tree (see "A wake tree"): takes up to
+    /// [`RELAY_FANOUT`] of the sleepers left to wake and wakes them, or every sleeper
+    /// if it takes the last ones.
+    #[inline]
+    fn relay(&self, s: &Sleepers) {
+        let mut left = s.relay.load(Ordering::Relaxed);
+        while left > 0 {
+            let take = left.min(RELAY_FANOUT);
+            match s.relay.compare_exchange_weak(
+                left,
+                left - take,
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) if left == take => {
+                    park::wake(&s.queue, &self.value, park::ALL, s.shared);
+                    return;
+                }
+                Ok(_) => {
+                    self.relay_wake(s, take);
+                    return;
+                }
+                Err(now) => left = now,
+            }
+        }
+    }
+
+    /// Wakes `k` sleepers of a wake tree; if fewer were asleep, nobody may be left to
+    /// go on with the tree: the sleepers left to wake are taken, and every sleeper is
+    /// woken.
+    fn relay_wake(&self, s: &Sleepers, k: u32) {
+        s.wake_stamp.store(
+            crate::sys::clock::now_ns(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        if park::wake(&s.queue, &self.value, k, s.shared) < k as usize {
+            s.relay.swap(0, Ordering::SeqCst);
+            park::wake(&s.queue, &self.value, park::ALL, s.shared);
+        }
     }
 
     /// The waiter's barrier after its announcement (3), which returned `old`: none
@@ -551,6 +720,39 @@ impl Drop for Announced<'_> {
                 withdrawn(st, tag)
             });
     }
+}
+
+/// Sleepers a notifier wakes itself when it wakes every sleeper of a cell with more
+/// parked, and that each woken sleeper then wakes in turn (see "A wake tree"): a
+/// binary tree, so the last of N sleepers wakes after about 2·log2(N) wakes one after
+/// the other in the kernel instead of N. One in the loom model, where two waiters
+/// make a tree.
+#[cfg(not(mwait_loom))]
+const RELAY_FANOUT: u32 = 2;
+#[cfg(mwait_loom)]
+const RELAY_FANOUT: u32 = 1;
+
+/// Whether a wake tree can shorten a wake of every sleeper here: its turns run at
+/// once only on CPUs of their own, the notifier's and one per sleeper it wakes at
+/// least. With fewer (a 2-CPU machine), the woken wait for a CPU anyway and each
+/// turn's system call only adds to the last one's wait (8 waiters on 2 CPUs: the
+/// last woke after 88–93 µs with a tree, 65–70 µs without).
+#[inline]
+fn trees_help() -> bool {
+    cfg!(mwait_loom)
+        || crate::detect::Capabilities::detect().usable_cpus > RELAY_FANOUT as usize + 1
+}
+
+/// Whether every thread asleep on this cell's value is in its parked count, so that a
+/// wake that woke as many as the count woke them all (see "A wake on its way"). Not
+/// in a child of `fork()` (a thread that forked from a signal handler during its park
+/// sleeps on in the child, under a count the child drops), not on a process-shared
+/// cell (the same thread may sleep in a parent and a child under one count), and
+/// not where the platform does not tell a child of `fork()` apart (only Linux and
+/// the loom model do).
+#[inline]
+fn counts_every_sleeper(s: &Sleepers) -> bool {
+    cfg!(any(target_os = "linux", mwait_loom)) && !s.shared && park::fork_generation() == 0
 }
 
 /// `state`'s tag for the parked waiters of this process (0 for a process-shared cell,

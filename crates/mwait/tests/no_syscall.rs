@@ -65,6 +65,52 @@ fn parked_waiter_gets_exactly_the_wake_it_needs() {
     assert_eq!(futex_wake_calls(), before);
 }
 
+/// A writer that stores on every step (a ring buffer's position) after waking its
+/// waiter makes one wake call, not one per store, while the woken waiter has not run
+/// yet: the waiter shares the writer's CPU at idle priority, so it stays off the CPU
+/// until the writer sleeps, and stays counted. Each store found the count (with
+/// `WOKEN` ignored: 100 calls).
+#[cfg(target_os = "linux")]
+#[test]
+fn stores_after_a_wake_make_no_call_until_the_woken_waiter_runs() {
+    use mwait_support::{
+        current_cpu, idle_priority, pin_to_cpu, sleeps_in_futex, thread_id, unpin,
+    };
+    use std::sync::atomic::{AtomicI32, Ordering};
+    const STORES: u32 = 100;
+    let _g = SERIAL.lock().unwrap();
+    let cell = WaitCell::new(0);
+    let park_at_once = WaitPolicy::new().backend(Backend::Futex);
+    let cpu = current_cpu();
+    assert!(pin_to_cpu(cpu));
+    let tid = AtomicI32::new(0);
+    thread::scope(|s| {
+        let w = s.spawn(|| {
+            assert!(pin_to_cpu(cpu));
+            assert!(idle_priority());
+            tid.store(thread_id(), Ordering::Release);
+            cell.wait_until_with(|v| v == STORES, &park_at_once)
+        });
+        // Asleep in the kernel, not only counted: a wake that found it between its
+        // announcement and its sleep would leave `WOKEN` off.
+        assert!(poll_until(SETTLE_LIMIT, || {
+            let t = tid.load(Ordering::Acquire);
+            cell.parked_waiters() == 1 && t != 0 && sleeps_in_futex(t) != Some(false)
+        }));
+        thread::sleep(Duration::from_millis(5));
+        let before = futex_wake_calls();
+        for v in 1..=STORES {
+            cell.store(v);
+        }
+        let calls = futex_wake_calls() - before;
+        assert_eq!(w.join().unwrap(), STORES);
+        // One, or a few if the waiter ran in between after all (another CPU's idle
+        // balancing cannot move it, but the scheduler may still give it a slice).
+        assert!(calls <= 3, "{calls} wake calls for {STORES} stores");
+    });
+    unpin();
+}
+
 #[test]
 fn parking_on_a_shared_cell_makes_no_membarrier_call() {
     // Its notifiers always fence, and membarrier would not reach another process's

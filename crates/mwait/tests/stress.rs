@@ -148,6 +148,44 @@ fn many_waiters_token_handoff() {
     }
 }
 
+/// Broadcasts: one notifier stores round r while 8 waiters wait for it, then waits
+/// until all 8 have seen it. With more parked waiters than the wake tree's fanout,
+/// a broadcast wakes a few and the woken wake the rest; a sleeper the tree left
+/// behind stalls the round.
+#[test]
+fn broadcast_rounds_wake_every_waiter() {
+    const WAITERS: u32 = 8;
+    let rounds = u32::try_from((handoffs() / 20).max(100)).unwrap_or(u32::MAX / WAITERS);
+    for (name, policy) in policies() {
+        if name.starts_with("spin") {
+            // Eight spinners on two CPUs make no progress worth measuring.
+            continue;
+        }
+        let cell = WaitCell::new(0);
+        let seen = WaitCell::new(0);
+        let progress = AtomicU64::new(0);
+        watched(name, &progress, || {
+            thread::scope(|s| {
+                for _ in 0..WAITERS {
+                    s.spawn(|| {
+                        for r in 1..=rounds {
+                            cell.wait_until_with(|v| v >= r, &policy);
+                            seen.fetch_add(1);
+                        }
+                    });
+                }
+                for r in 1..=rounds {
+                    cell.store(r);
+                    seen.wait_until_with(|v| v >= r * WAITERS, &policy);
+                    progress.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        });
+        assert_eq!(seen.load(), rounds * WAITERS, "{name}");
+        assert_eq!(cell.parked_waiters(), 0, "{name}");
+    }
+}
+
 #[test]
 fn counter_many_producers_one_waiter() {
     // Producers add to the counter; the waiter waits for thresholds. Nothing lost:

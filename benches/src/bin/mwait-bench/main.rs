@@ -31,6 +31,7 @@ mod judge;
 mod latency;
 mod report;
 mod scale;
+mod spsc;
 mod svg;
 mod tradeoff;
 
@@ -44,7 +45,7 @@ type Section = fn(&mut Out, &Ctx);
 
 /// The report's sections in the report's order, each under the name `--only`
 /// takes (a section that `--only` leaves out still lists its targets as not run).
-const SECTIONS: [(&str, Section); 12] = [
+const SECTIONS: [(&str, Section); 13] = [
     ("pingpong", latency::pingpong),
     ("same_cpu", latency::same_cpu),
     ("notify", latency::notify),
@@ -57,6 +58,7 @@ const SECTIONS: [(&str, Section); 12] = [
     ("latency_cpu", tradeoff::run),
     ("async", latency::async_pingpong),
     ("clients", clients::run),
+    ("spsc", spsc::run),
 ];
 
 /// The hidden argument of the child that lists the usable WaitCell tiers.

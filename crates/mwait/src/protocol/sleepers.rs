@@ -1,6 +1,6 @@
 //! [`Sleepers`]: what a cell keeps for its sleepers off the monitor line.
 
-use crate::primitive::const_fn_unless_loom;
+use crate::primitive::{const_fn_unless_loom, AtomicU32};
 use crate::registry::Registry;
 use crate::sys::park::Queue;
 
@@ -21,6 +21,9 @@ pub(crate) struct Sleepers {
     /// written on the slow path only, read by a woken waiter to measure its wake-up
     /// latency (`ladder::estimate`). A statistic: relaxed std atomic, not modelled.
     pub(super) wake_stamp: std::sync::atomic::AtomicU64,
+    /// Sleepers that a wake of every sleeper left for the woken to wake (see "A wake
+    /// tree" in `protocol.rs`): added to by a notifier, taken from by woken waiters.
+    pub(super) relay: AtomicU32,
 }
 
 impl Sleepers {
@@ -32,6 +35,7 @@ impl Sleepers {
                 shared,
                 parker,
                 wake_stamp: std::sync::atomic::AtomicU64::new(0),
+                relay: AtomicU32::new(0),
             }
         }
     }

@@ -3,9 +3,20 @@
 
 use crate::primitive::FENCED_IDLE_NOTIFIES;
 
-/// Bits of `state` that count parked (futex) waiters (18 bits: more than 262 000,
+/// Bits of `state` that count parked (futex) waiters (16 bits: more than 65 000,
 /// far more than the threads that park on one cell).
-pub(super) const PARKED_MASK: u32 = 0x0003_ffff;
+pub(super) const PARKED_MASK: u32 = 0x0000_ffff;
+/// Bit of `state` set by a notify that found [`WOKEN`] and made no call, so that
+/// the notifier that set `WOKEN` knows to wake once more if its wake came too early
+/// for a counted waiter; cleared with `WOKEN` by that notifier, by the next one to
+/// set `WOKEN`, and by the last withdrawal (see "A wake on its way" in the notes).
+pub(super) const SKIPPED: u32 = 0x0001_0000;
+/// Bit of `state` that says "every waiter in the count has a wake on its way": set
+/// by a notifier that wakes every sleeper, before its wake; cleared by the next
+/// announcement, by the last withdrawal, and by that notifier if its wake woke fewer
+/// than the count. While it stands, a notify makes no system call (see "A wake on
+/// its way" in the notes).
+pub(super) const WOKEN: u32 = 0x0002_0000;
 /// Bits of `state` that tag a non-zero parked count with the fork generation of the
 /// process whose waiters it counts (see "Counts left by a fork"); 0 with no count.
 pub(super) const EPOCH_MASK: u32 = 0x00fc_0000;
@@ -41,9 +52,11 @@ pub(super) const fn fenced_after_idle_notify(state: u32) -> u32 {
 }
 
 /// The announcement (3) of a parked waiter of the process whose fork generation is
-/// `tag` (`epoch_tag`): one more in the count; a count under another tag was left by
-/// the parent of a `fork()` (see "Counts left by a fork") and is dropped.
+/// `tag` (`epoch_tag`): one more in the count, which no wake is on its way to yet
+/// (`WOKEN` goes); a count under another tag was left by the parent of a `fork()`
+/// (see "Counts left by a fork") and is dropped.
 pub(super) const fn announced(state: u32, tag: u32) -> u32 {
+    let state = state & !WOKEN;
     if state & PARKED_MASK == 0 || state & EPOCH_MASK == tag {
         ((state & !EPOCH_MASK) + 1) | tag
     } else {
@@ -58,7 +71,7 @@ pub(super) const fn replaces_foreign_count(state: u32, tag: u32) -> bool {
 }
 
 /// The withdrawal of a parked waiter that announced itself under `tag`: one less in
-/// the count, and no tag once it is 0; `None` (nothing to change) when the count is
+/// the count, and no tag, `WOKEN` nor `SKIPPED` once it is 0; `None` (nothing to change) when the count is
 /// not this waiter's to take from: it is 0, or it stands under another tag (its own
 /// was dropped, by a notifier or an announcement in a child of `fork()`).
 pub(super) const fn withdrawn(state: u32, tag: u32) -> Option<u32> {
@@ -67,7 +80,7 @@ pub(super) const fn withdrawn(state: u32, tag: u32) -> Option<u32> {
     }
     let state = state - 1;
     Some(if state & PARKED_MASK == 0 {
-        state & !EPOCH_MASK
+        state & !(EPOCH_MASK | WOKEN | SKIPPED)
     } else {
         state
     })

@@ -4,7 +4,7 @@
 use super::*;
 use crate::primitive::FENCED_IDLE_NOTIFIES;
 use crate::sys::inject;
-use state::IDLE_ONE;
+use state::{IDLE_ONE, SKIPPED, WOKEN};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 fn cell() -> (MonitorLine, Sleepers) {
@@ -247,4 +247,42 @@ fn a_notify_of_a_shared_cell_leaves_the_registry_alone() {
         SHARED_SLOW | ASYNC_REGISTERED,
         "the registry's bookkeeping did not run"
     );
+}
+
+/// `WOKEN` lives as long as the count it describes: an announcement takes it off (a
+/// new waiter has no wake on its way), the last withdrawal takes it and `SKIPPED`
+/// with the count, an earlier one leaves both.
+#[test]
+fn an_announcement_clears_woken_and_the_last_withdrawal_both_bits() {
+    let s = Sleepers::new(false, false);
+    let tag = epoch_tag(&s);
+    assert_eq!(announced(tag | 1 | WOKEN | SKIPPED, tag), tag | 2 | SKIPPED);
+    assert_eq!(
+        withdrawn(tag | 2 | WOKEN | SKIPPED, tag),
+        Some(tag | 1 | WOKEN | SKIPPED)
+    );
+    assert_eq!(
+        withdrawn(FENCED | tag | 1 | WOKEN | SKIPPED, tag),
+        Some(FENCED)
+    );
+}
+
+/// A notify that finds `WOKEN` marks `SKIPPED` and wakes nobody; one that wakes a
+/// count of which nobody sleeps yet (a waiter between its announcement and its
+/// sleep) leaves neither bit behind, so the next notify wakes again.
+#[test]
+fn a_notify_skips_only_behind_a_wake_that_reached_every_counted_waiter() {
+    let (line, s) = cell();
+    let tag = epoch_tag(&s);
+    line.state.store(tag | 1 | WOKEN, Ordering::Relaxed);
+    line.value.swap(1, Ordering::SeqCst);
+    line.notify(&s, park::ALL, &Quiet);
+    assert_eq!(
+        line.state.load(Ordering::Relaxed),
+        tag | 1 | WOKEN | SKIPPED
+    );
+    line.state.store(tag | 1, Ordering::Relaxed);
+    line.value.swap(2, Ordering::SeqCst);
+    line.notify(&s, park::ALL, &Quiet);
+    assert_eq!(line.state.load(Ordering::Relaxed), tag | 1, "nobody slept");
 }

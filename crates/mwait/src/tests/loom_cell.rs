@@ -264,3 +264,63 @@ fn a_late_sleeper_does_not_take_an_earlier_sleeper_s_wake() {
         assert_eq!(cell.parked_waiters(), 0);
     });
 }
+
+/// Two notifiers add to the cell while the waiter waits for both: one may find the
+/// other's wake on its way (`WOKEN`) and skip its own, also while the waiter is
+/// between its announcement and its sleep (the first notifier's wake then wakes
+/// fewer than it counted, and it wakes once more for the notify that skipped).
+#[test]
+fn a_notify_that_finds_a_wake_on_its_way_skips_it() {
+    model(|| {
+        let cell = Arc::new(WaitCell::new(0));
+        let c = cell.clone();
+        let waiter = thread::spawn(move || c.wait_until_with(|v| v == 2, &futex_only()));
+        let c = cell.clone();
+        let other = thread::spawn(move || {
+            c.fetch_add(1);
+        });
+        cell.fetch_add(1);
+        other.join().unwrap();
+        assert_eq!(waiter.join().unwrap(), 2);
+        assert_eq!(cell.parked_waiters(), 0);
+    });
+}
+
+/// A ring's pattern: the notifier stores after every step while the waiter, woken
+/// by the first store, wants the third; the second and third stores may find the
+/// first one's wake on its way and skip theirs.
+#[test]
+fn stores_after_a_wake_on_its_way_reach_a_waiter_that_parks_again() {
+    model(|| {
+        let cell = Arc::new(WaitCell::new(0));
+        let c = cell.clone();
+        let waiter = thread::spawn(move || c.wait_until_with(|v| v == 3, &futex_only()));
+        for v in 1..=3 {
+            cell.store(v);
+        }
+        assert_eq!(waiter.join().unwrap(), 3);
+        assert_eq!(cell.parked_waiters(), 0);
+    });
+}
+
+/// A wake tree (one sleeper woken by the notifier, the other by it, in the model):
+/// one waiter waits untimed, the other with a deadline (in the model a timed park
+/// returns at once), so the count may hold a waiter that never sleeps, and the
+/// tree's wake may find fewer sleepers than it asked for.
+#[test]
+fn a_wake_tree_leaves_nobody_asleep() {
+    model(|| {
+        let cell = Arc::new(WaitCell::new(0));
+        let c = cell.clone();
+        let untimed = thread::spawn(move || c.wait_until_with(|v| v == 1, &futex_only()));
+        let c = cell.clone();
+        let timed = thread::spawn(move || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(3600);
+            c.wait_until_deadline_with(|v| v == 1, deadline, &futex_only())
+        });
+        cell.store(1);
+        assert_eq!(untimed.join().unwrap(), 1);
+        let _ = timed.join().unwrap();
+        assert_eq!(cell.parked_waiters(), 0);
+    });
+}

@@ -80,7 +80,9 @@ pub(crate) mod park {
     //!   either. A platform with no sleep may return `Woken` at once (after yielding the
     //!   CPU).
     //! - [`wake`]`(queue, word, n, shared) -> usize`: wakes up to `n` sleepers of `word`
-    //!   (`u32::MAX`: all); returns how many it woke where the platform says, else 0.
+    //!   (`u32::MAX`: all); returns how many it woke where the platform says, else 0:
+    //!   never more than it woke (the protocol trusts a count as high as its parked
+    //!   count to mean that every counted waiter was asleep, see `protocol.rs`).
     //!   `shared`: the word lives in memory shared between processes (a non-private
     //!   futex, say); the same flag is passed to `wait` and `wake` of one word.
     //! - [`waiter_barrier`]: the waiter's half of the barrier between announcing a
