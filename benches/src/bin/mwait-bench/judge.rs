@@ -207,44 +207,6 @@ pub fn in_process_target(what: &str, ratios: &[f64], bound: Bound) -> Target {
     }
 }
 
-/// A target judged process by process: holds when at least `share` of the rounds'
-/// in-process ratios (one fresh process each) meet the bound, so that a bimodal
-/// result (most processes fine, some far off) cannot hide behind a median. Its
-/// value in `summary.json` is the worst ratio among the best `share` of the
-/// processes (the one that decides).
-pub fn per_process_target(what: &str, ratios: &[f64], bound: Bound, share: f64) -> Target {
-    let good = ratios.iter().filter(|&&r| bound.holds(r)).count();
-    let needed = (share * ratios.len() as f64).ceil() as usize;
-    let (lo, hi) = min_max(ratios);
-    let listed: Vec<String> = ratios.iter().map(|r| format!("{r:.2}x")).collect();
-    let mut sorted = ratios.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    if matches!(bound, Bound::AtLeast(_)) {
-        sorted.reverse();
-    }
-    let deciding = sorted
-        .get(needed.saturating_sub(1))
-        .copied()
-        .unwrap_or(f64::NAN);
-    Target {
-        text: format!(
-            "{what}: {good} of {} fresh processes within the bound, {needed} needed \
-             (each a ratio of two mechanisms measured side by side in one process: {}; \
-             range {lo:.2}–{hi:.2}x)",
-            ratios.len(),
-            listed.join(", ")
-        ),
-        verdict: if ratios.is_empty() {
-            Verdict::NoMeasurement
-        } else {
-            Verdict::of(good >= needed)
-        },
-        value: deciding,
-        bound,
-        range: (lo, hi),
-    }
-}
-
 /// An interference target between waitcell and futex, judged on placement-matched
 /// per-round ratios (`matched`; `unmatched`: the plain per-round ratios, shown
 /// beside). With the CPUs oversubscribed both park in the kernel and are woken by
@@ -318,17 +280,5 @@ mod tests {
         let none = Target::on("n".into(), f64::NAN, Bound::AtLeast(0.98));
         assert!(none.verdict == Verdict::NoMeasurement);
         assert!(none.json().contains(r#""value": null"#));
-    }
-
-    #[test]
-    fn a_per_process_target_reports_the_deciding_process() {
-        let r = [1.1, 1.3, 36.0, 1.2];
-        let t = per_process_target("u", &r, Bound::AtMost(2.0), 0.75);
-        // Three of four needed: the third best decides, and holds.
-        assert!(t.verdict == Verdict::Holds);
-        assert_eq!(t.value, 1.3);
-        let t = per_process_target("u", &r, Bound::AtMost(2.0), 0.9);
-        assert!(t.verdict == Verdict::Missed);
-        assert_eq!(t.value, 36.0);
     }
 }
