@@ -30,8 +30,8 @@
 //!   failed skip the spin and the hardware tier while that lasts (`load.rs`). And
 //!   when a notifier wakes a parked waiter that went to sleep on the notifier's own
 //!   CPU, the pair shares a CPU: a spin of either would only delay the other, so
-//!   that wake counts as a failed spin, and the notifier's next wait leaves the CPU
-//!   where another one is free (`apart.rs`).
+//!   that wake counts as a failed spin, and, where the policy opts in, the notifier's
+//!   next wait leaves the CPU where another one is free (`apart.rs`).
 //!
 //! These are heuristics, not protocol: relaxed std atomics, racy read-modify-write
 //! is fine, and loom does not track them.
@@ -236,8 +236,8 @@ pub(crate) enum Woke {
     /// comes after that waiter's wake-up (a hand-off).
     Partner,
     /// It woke a waiter that slept on this thread's CPU, the one named: the pair
-    /// shares it. The next wait leaves that CPU where another one is free
-    /// (`apart.rs`): a thread that goes on to wait (for its partner's answer, most
+    /// shares it. Where the policy opts in, the next wait leaves that CPU where
+    /// another one is free (`apart.rs`): a thread that goes on to wait (for its partner's answer, most
     /// likely) is a pair worth separating; one that goes on with other work (a
     /// producer that sleeps between values) is not moved.
     Beside(u32),

@@ -9,7 +9,9 @@
 //! first wake-ups (a start-up handshake, the process's one-time backend selection)
 //! place a thread beside the one that created or woke it.
 //!
-//! A thread that has woken a waiter that went to sleep on the thread's own CPU
+//! Where the policy opts in ([`WaitPolicy::move_apart`](crate::WaitPolicy::move_apart),
+//! off by default: a library changes nothing of its caller's unasked), a thread that
+//! has woken a waiter that went to sleep on the thread's own CPU
 //! ([`Woke::Beside`](super::adapt::Woke::Beside)) and then waits itself, for the
 //! partner's answer most likely, therefore leaves that CPU at the start of that
 //! wait, where it may: its affinity mask names other CPUs, the process has more than
