@@ -411,13 +411,40 @@ impl MonitorLine {
                     (st & WOKEN != 0 && st & EPOCH_MASK == tag).then_some(st | SKIPPED)
                 });
             if let Ok(state) = skipped {
-                if state & ASYNC_REGISTERED != 0 && !s.shared {
-                    s.registry
-                        .wake(&self.state, if n == 1 { 1 } else { usize::MAX });
-                }
+                self.wake_async(s, n, state);
                 return;
             }
         }
+        let mut state = self.second_look(s, tag);
+        let mut wake_parked = state & PARKED_MASK != 0;
+        if state & WOKEN != 0 {
+            // A wake is on its way to every counted waiter: say that we skipped
+            // ours, in a read-modify-write that still finds the bit (see "A wake on
+            // its way"); if it is gone, go on with the state as it is now.
+            match self
+                .state
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |st| {
+                    (st & WOKEN != 0).then_some(st | SKIPPED)
+                }) {
+                Ok(_) => wake_parked = false,
+                Err(now) => {
+                    state = now;
+                    wake_parked = state & PARKED_MASK != 0;
+                }
+            }
+        }
+        if wake_parked {
+            self.wake_parked(s, n, state);
+            on_woke.parked_woken();
+        }
+        self.wake_async(s, n, state);
+    }
+
+    /// The notifier's second look at `state`, after a full fence, with the
+    /// bookkeeping it owes on the way: a count left by an ancestor process goes (and
+    /// its sleepers are woken to announce themselves again), and the run of idle
+    /// notifies on a `FENCED` cell is counted or ended. Returns the state to act on.
+    fn second_look(&self, s: &Sleepers, tag: u32) -> u32 {
         // Whatever the first look found, order our store before a second look with a
         // full fence: a waiter may be announcing itself right now without
         // `membarrier` (in another process, on a `FENCED` cell, or relying on an
@@ -459,63 +486,55 @@ impl MonitorLine {
             // The run of idle notifies ends: the waiters still park.
             state = self.state.fetch_and(!IDLE_MASK, Ordering::Relaxed) & !IDLE_MASK;
         }
-        let mut wake_parked = state & PARKED_MASK != 0;
-        if state & WOKEN != 0 {
-            // A wake is on its way to every counted waiter: say that we skipped
-            // ours, in a read-modify-write that still finds the bit (see "A wake on
-            // its way"); if it is gone, go on with the state as it is now.
-            match self
-                .state
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |st| {
-                    (st & WOKEN != 0).then_some(st | SKIPPED)
-                }) {
-                Ok(_) => wake_parked = false,
-                Err(now) => {
-                    state = now;
-                    wake_parked = state & PARKED_MASK != 0;
-                }
-            }
-        }
+        state
+    }
+
+    /// Wakes up to `n` of the parked waiters that `state` counts: by a wake tree
+    /// where it helps, else by one wake that, when it is for every sleeper, first
+    /// marks the wake as on its way (`WOKEN`, see "A wake on its way").
+    fn wake_parked(&self, s: &Sleepers, n: u32, state: u32) {
         let count = state & PARKED_MASK;
-        if wake_parked && n == park::ALL && !s.shared && count > RELAY_FANOUT && trees_help() {
+        if n == park::ALL && !s.shared && count > RELAY_FANOUT && trees_help() {
             // A wake tree: wake a few, who wake the rest (see "A wake tree").
             s.relay.fetch_add(count - RELAY_FANOUT, Ordering::SeqCst);
             self.relay_wake(s, RELAY_FANOUT);
-            on_woke.parked_woken();
-        } else if wake_parked {
-            // The wake stamp, on this path only: it makes a system call anyway.
-            s.wake_stamp.store(
-                crate::sys::clock::now_ns(),
-                std::sync::atomic::Ordering::Relaxed,
-            );
-            // A wake of every sleeper reaches every waiter counted now that sleeps:
-            // the bit says so to the notifies that follow, which then make no call
-            // (see "A wake on its way"). A change since our look fails the exchange.
-            let claimed = n == park::ALL
-                && counts_every_sleeper(s)
-                && self
-                    .state
-                    .compare_exchange(
-                        state,
-                        (state | WOKEN) & !SKIPPED,
-                        Ordering::SeqCst,
-                        Ordering::Relaxed,
-                    )
-                    .is_ok();
-            let woke = park::wake(&s.queue, &self.value, n, s.shared);
-            if claimed && woke < (state & PARKED_MASK) as usize {
-                // A counted waiter was not asleep yet: the bit goes, and if a notify
-                // skipped its wake meanwhile, one more wake covers it.
-                let before = self.state.fetch_and(!(WOKEN | SKIPPED), Ordering::SeqCst);
-                if before & SKIPPED != 0 {
-                    park::wake(&s.queue, &self.value, park::ALL, s.shared);
-                }
-            }
-            on_woke.parked_woken();
+            return;
         }
-        // A process-shared cell never arms a waker (its entries refuse async waits),
-        // so the bit there can only come from another process: its registry, with
-        // pointers into that process's memory, is never touched.
+        // The wake stamp, on this path only: it makes a system call anyway.
+        s.wake_stamp.store(
+            crate::sys::clock::now_ns(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        // A wake of every sleeper reaches every waiter counted now that sleeps: the
+        // bit says so to the notifies that follow, which then make no call (see "A
+        // wake on its way"). A change since our look fails the exchange.
+        let claimed = n == park::ALL
+            && counts_every_sleeper(s)
+            && self
+                .state
+                .compare_exchange(
+                    state,
+                    (state | WOKEN) & !SKIPPED,
+                    Ordering::SeqCst,
+                    Ordering::Relaxed,
+                )
+                .is_ok();
+        let woke = park::wake(&s.queue, &self.value, n, s.shared);
+        if claimed && woke < count as usize {
+            // A counted waiter was not asleep yet: the bit goes, and if a notify
+            // skipped its wake meanwhile, one more wake covers it.
+            let before = self.state.fetch_and(!(WOKEN | SKIPPED), Ordering::SeqCst);
+            if before & SKIPPED != 0 {
+                park::wake(&s.queue, &self.value, park::ALL, s.shared);
+            }
+        }
+    }
+
+    /// Wakes the armed async waiters that `state` says there are (`n` of them, or
+    /// all). A process-shared cell never arms a waker (its entries refuse async
+    /// waits), so the bit there can only come from another process: its registry,
+    /// with pointers into that process's memory, is never touched.
+    fn wake_async(&self, s: &Sleepers, n: u32, state: u32) {
         if state & ASYNC_REGISTERED != 0 && !s.shared {
             s.registry
                 .wake(&self.state, if n == 1 { 1 } else { usize::MAX });
