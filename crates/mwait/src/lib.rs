@@ -28,25 +28,27 @@ pub use backend::{Backend, CState};
 pub use barrier::Barrier;
 pub use cell::WaitCell;
 pub use detect::Capabilities;
-pub use future::{WaitUntil, WaitUntilTimer};
 pub use ladder::outcome::WaitResult;
 pub use ladder::stats::{stats, ProcessStats, WaitStats};
 pub use parker::{block_on, Parker, Unparker};
 pub use policy::{prepare, WaitPolicy};
 pub use select::{selection, try_selection, Selection};
-pub use settings::{NotifyMode, Settings, SettingsError};
+pub use settings::Settings;
 #[cfg(all(unix, not(mwait_loom)))]
 pub use shared::SharedCells;
 
-/// The types and constants that the root API's fields, errors and defaults name:
-/// what a caller needs to spell a [`Capabilities`] field, match a
+/// The types and constants that the root API's fields, arguments, results, errors
+/// and defaults name: what a caller needs to spell a [`Capabilities`] field, a
+/// [`Settings`] argument or error, the future of an async wait, match a
 /// [`try_selection`] error or compare a budget with the defaults.
 pub mod platform {
     pub use crate::backend::{ParseBackendError, C0_2_MIN_LATENCY_NS, C1_MIN_LATENCY_NS};
     pub use crate::detect::{UmwaitControl, Vendor};
+    pub use crate::future::{WaitUntil, WaitUntilTimer};
     pub use crate::select::{
         Defaults, SelectError, HW_BUDGET_NS, SPIN_BUDGET_HYPERVISOR_NS, SPIN_BUDGET_NS,
     };
+    pub use crate::settings::{NotifyMode, SettingsError};
 }
 
 /// Counters compiled in with the `test-counters` feature, for tests that prove what

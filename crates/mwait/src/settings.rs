@@ -30,7 +30,8 @@ pub enum NotifyMode {
 /// # Examples
 ///
 /// ```
-/// use mwait::{Backend, NotifyMode, Settings};
+/// use mwait::platform::NotifyMode;
+/// use mwait::{Backend, Settings};
 ///
 /// // Early in main, before anything waits.
 /// Settings::new()

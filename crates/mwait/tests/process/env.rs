@@ -98,7 +98,8 @@ fn waits_in_threads(policy: &mwait::WaitPolicy) {
 
 /// The child of [`settings_from_code_apply_before_the_first_wait_only`].
 fn settings_from_code() {
-    use mwait::{NotifyMode, Settings, SettingsError};
+    use mwait::platform::{NotifyMode, SettingsError};
+    use mwait::Settings;
     let caps = Capabilities::detect();
     if let Some(&missing) = [Backend::Umwait, Backend::Mwaitx, Backend::Kernel]
         .iter()

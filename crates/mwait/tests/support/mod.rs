@@ -24,7 +24,7 @@ pub const HANG_LIMIT: Duration = Duration::from_secs(20);
 pub const NEVER: u32 = u32::MAX;
 
 /// A future on a cell whose predicate never holds.
-pub type Pending<'a> = mwait::WaitUntil<'a, fn(u32) -> bool>;
+pub type Pending<'a> = mwait::platform::WaitUntil<'a, fn(u32) -> bool>;
 
 /// `n` futures on `cell` that wait for [`NEVER`], each polled once (armed, in this
 /// order) with a counting waker of its own: the future, its counter, its waker.
