@@ -754,8 +754,8 @@ const RELAY_FANOUT: u32 = 1;
 /// Whether a wake tree can shorten a wake of every sleeper here: its turns run at
 /// once only on CPUs of their own, the notifier's and one per sleeper it wakes at
 /// least. With fewer (a 2-CPU machine), the woken wait for a CPU anyway and each
-/// turn's system call only adds to the last one's wait (8 waiters on 2 CPUs: the
-/// last woke after 88–93 µs with a tree, 65–70 µs without).
+/// turn's system call only adds to the last one's wait (the measurement is in
+/// `docs/design-notes.md`).
 #[inline]
 fn trees_help() -> bool {
     cfg!(mwait_loom)
