@@ -27,9 +27,8 @@
 //! the other. The children that some tests start run under the emulator too
 //! (`MWAIT_TEST_RUNNER`): qemu-user does not follow an exec of another binary.
 
-use crate::ports::parse_result;
+use crate::ports::echo_and_count;
 use crate::util::{cargo, ensure_apt, ensure_rust_target, step, Res};
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -190,16 +189,6 @@ fn run_counted(cmd: &mut Command, vars: &[(&str, &str)]) -> Res<(u64, u64, bool)
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start cargo: {e}"))?;
-    let (mut passed, mut failed) = (0, 0);
-    let stdout = child.stdout.take().expect("stdout is piped");
-    for line in BufReader::new(stdout).lines() {
-        let line = line.map_err(|e| format!("reading the test output: {e}"))?;
-        println!("{line}");
-        if let Some((p, f)) = parse_result(&line) {
-            passed += p;
-            failed += f;
-        }
-    }
-    let status = child.wait().map_err(|e| e.to_string())?;
+    let (passed, failed, status) = echo_and_count(&mut child)?;
     Ok((passed, failed, status.success()))
 }

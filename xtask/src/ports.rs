@@ -18,7 +18,7 @@
 use crate::util::{self, cargo, ensure_apt, ensure_rust_target, project_root, step, Res};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Instant;
 
 /// The Windows target the suites are built for and run under Wine.
@@ -293,6 +293,16 @@ fn run_under_wine(wine: &Path, prefix: &Path, exe: &Path) -> Res<(u64, u64, bool
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", wine.display()))?;
+    let (passed, failed, status) = echo_and_count(&mut child)?;
+    if !status.success() {
+        println!("{} exited with {status}", exe.display());
+    }
+    Ok((passed, failed, status.success()))
+}
+
+/// Echoes a test run's standard output (piped) line by line, adds up the counts of
+/// its `test result:` lines, and waits for it: `(passed, failed, its exit status)`.
+pub fn echo_and_count(child: &mut Child) -> Res<(u64, u64, ExitStatus)> {
     let (mut passed, mut failed) = (0, 0);
     let stdout = child.stdout.take().expect("stdout is piped");
     for line in BufReader::new(stdout).lines() {
@@ -304,10 +314,7 @@ fn run_under_wine(wine: &Path, prefix: &Path, exe: &Path) -> Res<(u64, u64, bool
         }
     }
     let status = child.wait().map_err(|e| e.to_string())?;
-    if !status.success() {
-        println!("{} exited with {status}", exe.display());
-    }
-    Ok((passed, failed, status.success()))
+    Ok((passed, failed, status))
 }
 
 /// The passed and failed counts of a libtest summary line
