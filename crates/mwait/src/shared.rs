@@ -11,7 +11,7 @@
 //! `new_shared`, so that mistake cannot be made through them.
 
 use crate::cell::WaitCell;
-use crate::sys::shared_map::{place_value, SharedMap};
+use crate::sys::anon_map::{place_value, AnonMap};
 use std::fmt;
 use std::io;
 use std::mem::size_of;
@@ -41,7 +41,7 @@ pub struct SharedCells {
     /// How many cells. They are never dropped in place: a shared cell owns nothing
     /// to free (no waker is ever armed on it), and several processes hold its bytes.
     len: usize,
-    map: SharedMap,
+    map: AnonMap,
 }
 
 impl SharedCells {
@@ -61,7 +61,7 @@ impl SharedCells {
                 "too many cells for one mapping",
             )
         })?;
-        let map = SharedMap::new(bytes)?;
+        let map = AnonMap::new(bytes, true)?;
         let base = map.base().as_ptr().cast::<WaitCell>();
         for i in 0..n {
             // SAFETY: the mapping is page-aligned (more than the cell's 128 bytes)

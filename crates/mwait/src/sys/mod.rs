@@ -69,7 +69,7 @@ pub(crate) mod x86;
 
 // Process-shared memory for `SharedCells` (Unix only: `mmap`).
 #[cfg(all(unix, not(mwait_loom)))]
-pub(crate) mod shared_map;
+pub(crate) mod anon_map;
 
 #[cfg(not(mwait_loom))]
 pub(crate) use no_model::{model_hardware, ModelHardware};

@@ -4,6 +4,7 @@
 
 use crate::primitive::AtomicU32;
 use crate::sys::counters::{self, Counter};
+use crate::sys::anon_map::AnonMap;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32 as AtomicU32Std, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
@@ -111,10 +112,9 @@ fn lost_barrier() {
 
 /// A page of this process's own, private and anonymous, whose protection the
 /// shootdown barrier changes; mapped at registration, so that the fallback needs no
-/// memory when it comes.
+/// memory when it comes, and never unmapped (it lives in a static).
 struct ShootdownPage {
-    addr: usize,
-    len: usize,
+    page: AnonMap,
     /// One change of protection at a time: the page must be present and writable
     /// before each downgrade.
     lock: std::sync::Mutex<()>,
@@ -130,21 +130,9 @@ fn shootdown_page() -> Option<&'static ShootdownPage> {
             let len = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
                 .ok()
                 .filter(|&n| n > 0)?;
-            // SAFETY: a fresh private anonymous mapping at an address of the
-            // kernel's choice touches no memory of ours; checked below.
-            let p = unsafe {
-                libc::mmap(
-                    core::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                )
-            };
-            (p != libc::MAP_FAILED).then(|| ShootdownPage {
-                addr: p as usize,
-                len,
+            let page = AnonMap::new(len, false).ok()?;
+            Some(ShootdownPage {
+                page,
                 lock: std::sync::Mutex::new(()),
             })
         })
@@ -167,16 +155,16 @@ fn shootdown_barrier() -> bool {
     };
     let _one_at_a_time = page.lock.lock().unwrap_or_else(|e| e.into_inner());
     counters::count(Counter::Membarrier);
-    let ptr = page.addr as *mut libc::c_void;
+    let (ptr, len) = (page.page.base().as_ptr(), page.page.len());
     // SAFETY: `ptr` and `len` are the page this process mapped and never unmaps; the
     // write goes to it only while it is writable (under the lock, between the
     // two calls), and nothing else of ours lives there.
     unsafe {
-        if libc::mprotect(ptr, page.len, libc::PROT_READ | libc::PROT_WRITE) != 0 {
+        if libc::mprotect(ptr.cast(), len, libc::PROT_READ | libc::PROT_WRITE) != 0 {
             return false;
         }
-        core::ptr::write_volatile(ptr.cast::<u8>(), 1);
-        libc::mprotect(ptr, page.len, libc::PROT_READ) == 0
+        core::ptr::write_volatile(ptr, 1);
+        libc::mprotect(ptr.cast(), len, libc::PROT_READ) == 0
     }
 }
 

@@ -1,33 +1,40 @@
-//! Memory that a process shares with the children it forks afterwards: an anonymous
-//! `MAP_SHARED` mapping, and the one write that places a value in such memory.
+//! Anonymous mappings of the process's own: shared with the children it forks
+//! afterwards (`SharedCells`) or private (the shootdown barrier's page), and the one
+//! write that places a value in such memory.
 
 use std::io;
 use std::ptr::NonNull;
 
-/// An anonymous `MAP_SHARED | MAP_ANONYMOUS` mapping, readable and writable, zeroed
-/// by the kernel, unmapped on drop. A child forked while it exists shares its pages
-/// with this process (they are not copied on write).
+/// An anonymous mapping, readable and writable, zeroed by the kernel, unmapped on
+/// drop. A shared one's pages are shared with a child forked while it exists (not
+/// copied on write); a private one's are this process's alone.
 #[derive(Debug)]
-pub(crate) struct SharedMap {
+pub(crate) struct AnonMap {
     base: NonNull<u8>,
     len: usize,
 }
 
 // SAFETY: the mapping is plain memory owned by this value; what lives in it is
 // placed and shared by the owner's own `Send`/`Sync` types.
-unsafe impl Send for SharedMap {}
-// SAFETY: as above: `SharedMap` hands out no access of its own.
-unsafe impl Sync for SharedMap {}
+unsafe impl Send for AnonMap {}
+// SAFETY: as above: `AnonMap` hands out no access of its own.
+unsafe impl Sync for AnonMap {}
 
-impl SharedMap {
-    /// Maps `len` bytes (`len > 0`); the base is page-aligned. Keeps the `mmap` error.
-    pub(crate) fn new(len: usize) -> io::Result<SharedMap> {
+impl AnonMap {
+    /// Maps `len` bytes (`len > 0`), `MAP_SHARED` if `shared`, else `MAP_PRIVATE`;
+    /// the base is page-aligned. Keeps the `mmap` error.
+    pub(crate) fn new(len: usize, shared: bool) -> io::Result<AnonMap> {
         if len == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                "a shared mapping of 0 bytes",
+                "a mapping of 0 bytes",
             ));
         }
+        let sharing = if shared {
+            libc::MAP_SHARED
+        } else {
+            libc::MAP_PRIVATE
+        };
         // SAFETY: a fresh anonymous mapping at an address of the kernel's choice
         // touches no memory of ours; the result is checked before use.
         let p = unsafe {
@@ -35,7 +42,7 @@ impl SharedMap {
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                sharing | libc::MAP_ANONYMOUS,
                 -1,
                 0,
             )
@@ -44,16 +51,21 @@ impl SharedMap {
             return Err(io::Error::last_os_error());
         }
         let base = NonNull::new(p.cast::<u8>()).ok_or_else(io::Error::last_os_error)?;
-        Ok(SharedMap { base, len })
+        Ok(AnonMap { base, len })
     }
 
     /// The first byte (page-aligned).
     pub(crate) fn base(&self) -> NonNull<u8> {
         self.base
     }
+
+    /// How many bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
 }
 
-impl Drop for SharedMap {
+impl Drop for AnonMap {
     fn drop(&mut self) {
         // SAFETY: `base` and `len` are exactly what `mmap` returned and was asked for;
         // the owner drops what it placed in the mapping before this runs.
