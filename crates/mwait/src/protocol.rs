@@ -296,7 +296,9 @@
 //!   withdrew: the case above) or by the exchange of a later notifier N' that set
 //!   `WOKEN` anew, whose own wake comes after M's store and covers W the same way.
 
-use crate::primitive::{const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Ordering};
+use crate::primitive::{
+    const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Ordering, RELAY_FANOUT,
+};
 use crate::registry::ASYNC_REGISTERED;
 use crate::sys::park::{self, Parked};
 use sleepers::Sleepers;
@@ -740,16 +742,6 @@ impl Drop for Announced<'_> {
             });
     }
 }
-
-/// Sleepers a notifier wakes itself when it wakes every sleeper of a cell with more
-/// parked, and that each woken sleeper then wakes in turn (see "A wake tree"): a
-/// binary tree, so the last of N sleepers wakes after about 2·log2(N) wakes one after
-/// the other in the kernel instead of N. One in the loom model, where two waiters
-/// make a tree.
-#[cfg(not(mwait_loom))]
-const RELAY_FANOUT: u32 = 2;
-#[cfg(mwait_loom)]
-const RELAY_FANOUT: u32 = 1;
 
 /// Whether a wake tree can shorten a wake of every sleeper here: its turns run at
 /// once only on CPUs of their own, the notifier's and one per sleeper it wakes at

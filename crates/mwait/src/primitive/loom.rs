@@ -22,6 +22,10 @@ pub(crate) const SPIN_ROUND_LOADS_CAP: u32 = 1;
 /// (the idle bits) and clear, racing a waiter's announcement.
 pub(crate) const FENCED_IDLE_NOTIFIES: u32 = 2;
 
+/// Sleepers a notifier wakes itself in a wake tree (`protocol.rs`, "A wake tree"):
+/// one in the model, so that two waiters make a tree.
+pub(crate) const RELAY_FANOUT: u32 = 1;
+
 /// Buckets of the atomic waiter table: one, so that every two words collide.
 pub(crate) const TABLE_BUCKETS: usize = 1;
 

@@ -20,6 +20,12 @@ pub(crate) const SPIN_ROUND_LOADS_CAP: u32 = u32::MAX;
 /// rule is there; the count has five bits).
 pub(crate) const FENCED_IDLE_NOTIFIES: u32 = 32;
 
+/// Sleepers a notifier wakes itself when it wakes every sleeper of a cell with more
+/// parked, and that each woken sleeper then wakes in turn (`protocol.rs`, "A wake
+/// tree"): a binary tree, so the last of N sleepers wakes after about 2·log2(N)
+/// wakes one after the other in the kernel instead of N.
+pub(crate) const RELAY_FANOUT: u32 = 2;
+
 /// Buckets of the atomic waiter table (`atomic/table.rs`): 256 of 128 bytes, 32 KiB.
 pub(crate) const TABLE_BUCKETS: usize = 256;
 
