@@ -748,10 +748,14 @@ impl Drop for Announced<'_> {
 /// least. With fewer (a 2-CPU machine), the woken wait for a CPU anyway and each
 /// turn's system call only adds to the last one's wait (the measurement is in
 /// `docs/design-notes.md`).
+/// The loom model takes the single marked wake unless a model asks for trees
+/// (`sys::model_wake_trees`), so that both paths are checked.
 #[inline]
 fn trees_help() -> bool {
-    cfg!(mwait_loom)
-        || crate::detect::Capabilities::detect().usable_cpus > RELAY_FANOUT as usize + 1
+    #[cfg(mwait_loom)]
+    return crate::sys::model_wake_trees();
+    #[cfg(not(mwait_loom))]
+    return crate::detect::Capabilities::detect().usable_cpus > RELAY_FANOUT as usize + 1;
 }
 
 /// Whether every thread asleep on this cell's value is in its parked count, so that a

@@ -77,9 +77,11 @@ pub(crate) use no_model::{model_hardware, ModelHardware};
 #[cfg(all(test, target_os = "linux", not(mwait_loom)))]
 pub(crate) use os::inject;
 pub(crate) use os::park;
+#[cfg(all(test, mwait_loom))]
+pub(crate) use os::set_model_wake_trees;
 pub(crate) use os::{current_cpu, running_threads, usable_cpus, ThreadCpus};
 #[cfg(mwait_loom)]
-pub(crate) use os::{model_hardware, ModelHardware};
+pub(crate) use os::{model_hardware, model_wake_trees, ModelHardware};
 
 /// Outside the loom model there is no simulated hardware tier: its type is empty.
 #[cfg(not(mwait_loom))]

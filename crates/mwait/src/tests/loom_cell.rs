@@ -309,6 +309,7 @@ fn stores_after_a_wake_on_its_way_reach_a_waiter_that_parks_again() {
 /// tree's wake may find fewer sleepers than it asked for.
 #[test]
 fn a_wake_tree_leaves_nobody_asleep() {
+    crate::sys::set_model_wake_trees(true);
     model(|| {
         let cell = Arc::new(WaitCell::new(0));
         let c = cell.clone();
@@ -323,4 +324,5 @@ fn a_wake_tree_leaves_nobody_asleep() {
         let _ = timed.join().unwrap();
         assert_eq!(cell.parked_waiters(), 0);
     });
+    crate::sys::set_model_wake_trees(false);
 }

@@ -142,6 +142,25 @@ const FALLBACK_NONE: u8 = 0;
 /// `FALLBACK_SHOOTDOWN` (1), which only the tests set, takes the default arm.
 const FALLBACK_FENCE: u8 = 2;
 
+// Whether the model's wake of every sleeper builds a wake tree (`protocol.rs`, "A
+// wake tree"): off, as on a machine of at most three usable CPUs, so that the models
+// take the marked single wake that such a machine takes; the tree's own model turns
+// it on. One per OS thread, as `FALLBACK` above.
+std::thread_local! {
+    static WAKE_TREES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the model's wakes of every sleeper build a tree (see `WAKE_TREES`).
+pub(crate) fn model_wake_trees() -> bool {
+    WAKE_TREES.with(std::cell::Cell::get)
+}
+
+/// Turns the model's wake trees on or off for the models this thread checks.
+#[cfg(test)]
+pub(crate) fn set_model_wake_trees(on: bool) {
+    WAKE_TREES.with(|t| t.set(on));
+}
+
 /// The model's `membarrier` (and shootdown): a full barrier here, then a request to
 /// every other thread in the light section and a wait until it has executed the
 /// request or left.
