@@ -167,7 +167,7 @@
 //!
 //! The bit costs notifiers a fence while it is set, so notifiers that find nobody
 //! parked (and no async waiter armed) in their second look clear it, but only once
-//! [`FENCED_IDLE_NOTIFIES`] of them have in a row: each such notify counts itself in
+//! [`FENCED_IDLE_NOTIFIES`](crate::primitive::FENCED_IDLE_NOTIFIES) of them have in a row: each such notify counts itself in
 //! `IDLE` bits of `state` with a compare-exchange from exactly the state it read, and
 //! the last one of the run replaces `FENCED` and the count by 0; a notify that wakes
 //! a parked waiter resets the count. A compare-exchange fails if a waiter has
