@@ -69,7 +69,7 @@ impl Drop for AnonMap {
     fn drop(&mut self) {
         // SAFETY: `base` and `len` are exactly what `mmap` returned and was asked for;
         // the owner drops what it placed in the mapping before this runs.
-        let r = unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+        let r = unsafe { libc::munmap(self.base.as_ptr().cast(), self.len()) };
         debug_assert_eq!(r, 0, "munmap of our own mapping failed");
     }
 }
