@@ -1,28 +1,35 @@
 //! `cargo run --release --example hop_cost -- [CYCLES]`: where a `WaitCell` ping-pong
 //! spends the time a PAUSE loop does not, measured so that the host's placement of
 //! the two CPUs cannot pass for a difference between mechanisms.
+//! `cargo run --release --example hop_cost -- parts [CYCLES]` splits the notify
+//! itself into its pieces (see [`parts`]).
 //!
 //! Three ping-pongs between CPUs 0 and 1, back to back, round trips with no clock
-//! reading between them:
+//! reading between them, all three on the same two `WaitCell`s (fresh ones each
+//! cycle):
 //!
-//! - `pause`: two 128-byte-aligned `AtomicU32`s, a plain store and a PAUSE loop;
-//! - `cell`: two `WaitCell`s, `store` and `wait_until` (the default policy);
-//! - `cell-store`: two `WaitCell`s, `store` and a PAUSE loop on `load`, which keeps
-//!   the notify of `cell` and drops its wait path.
+//! - `pause`: a plain store to the cell's value ([`WaitCell::as_atomic`]) and a PAUSE
+//!   loop on it;
+//! - `cell`: `store` and `wait_until` (the default policy);
+//! - `cell-store`: `store` and a PAUSE loop on `load`, which keeps the notify of
+//!   `cell` and drops its wait path.
 //!
 //! So `cell-store` minus `pause` is what the notify costs per round trip, and `cell`
-//! minus `cell-store` what the wait path costs. A cycle runs the three in turn, each
-//! for [`ROUND_TRIPS`] round trips, and prints the best chunk of each (ns per round
-//! trip); each line is one cycle. On a virtual machine the round trip of the *same*
-//! mechanism moves between a few levels within seconds (the host places the two
-//! vCPUs on one core, one cache complex or two), so compare the three only on lines
-//! whose three values sit at one level; the summary does that for you, grouping the
-//! cycles by the level of `pause`.
+//! minus `cell-store` what the wait path costs. The three share their memory because
+//! the round trip depends on where a line lives as well as on the CPUs: on the 16-vCPU
+//! guest two bare ping-pongs on two pairs of lines in one process differed by up to
+//! a quarter (see `parts`). A cycle runs the three in turn, each for [`ROUND_TRIPS`]
+//! round trips, and prints the best chunk of each (ns per round trip); each line is
+//! one cycle. On a virtual machine the round trip of the *same* mechanism moves
+//! between a few levels within seconds (the host places the two vCPUs on one core,
+//! one cache complex or two), so compare the three only on lines whose three values
+//! sit at one level; the summary does that for you, grouping the cycles by the level
+//! of `pause`.
 
 use mwait::WaitCell;
 use mwait_support::pin_to_cpu;
 use std::hint::spin_loop;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::Instant;
 
@@ -35,31 +42,31 @@ const DEFAULT_CYCLES: usize = 20;
 
 /// One direction of a ping-pong.
 trait Signal: Sync {
+    /// Publishes `v`; 0 resets.
     fn set(&self, v: u32);
     fn wait(&self, v: u32);
 }
 
-/// A flag on a 128-byte pair of lines of its own, as a `WaitCell`'s value is.
-#[repr(align(128))]
-struct Pause(AtomicU32);
+/// A plain store to a cell's value and a PAUSE loop on it.
+struct Pause<'a>(&'a WaitCell);
 
-impl Signal for Pause {
+impl Signal for Pause<'_> {
     #[inline]
     fn set(&self, v: u32) {
-        self.0.store(v, Ordering::Release);
+        self.0.as_atomic().store(v, Ordering::Release);
     }
     #[inline]
     fn wait(&self, v: u32) {
-        while self.0.load(Ordering::Acquire) < v {
+        while self.0.as_atomic().load(Ordering::Acquire) < v {
             spin_loop();
         }
     }
 }
 
 /// `WaitCell::store` and `wait_until`.
-struct Cell(WaitCell);
+struct Cell<'a>(&'a WaitCell);
 
-impl Signal for Cell {
+impl Signal for Cell<'_> {
     #[inline]
     fn set(&self, v: u32) {
         self.0.store(v);
@@ -71,9 +78,9 @@ impl Signal for Cell {
 }
 
 /// `WaitCell::store`, and a PAUSE loop in place of the wait.
-struct CellStore(WaitCell);
+struct CellStore<'a>(&'a WaitCell);
 
-impl Signal for CellStore {
+impl Signal for CellStore<'_> {
     #[inline]
     fn set(&self, v: u32) {
         self.0.store(v);
@@ -87,10 +94,11 @@ impl Signal for CellStore {
 }
 
 /// A ping-pong of `ROUND_TRIPS` between CPU 0 (this thread) and CPU 1 through
-/// `to` and `back`, which start at 0; returns the best chunk in ns per round trip.
+/// `to` and `back`, which start at 0 (and are set back to 0 at the end); returns the
+/// best chunk in ns per round trip.
 fn best_round_trip<S: Signal>(to: &S, back: &S) -> f64 {
     let ready = AtomicBool::new(false);
-    thread::scope(|s| {
+    let best = thread::scope(|s| {
         s.spawn(|| {
             pin_to_cpu(1);
             ready.store(true, Ordering::Release);
@@ -115,7 +123,10 @@ fn best_round_trip<S: Signal>(to: &S, back: &S) -> f64 {
             best = best.min(t.elapsed().as_nanos() as f64 / f64::from(CHUNK));
         }
         best
-    })
+    });
+    to.set(0);
+    back.set(0);
+    best
 }
 
 /// The median of `v` (0 for none).
@@ -124,28 +135,16 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
-fn main() {
-    let cycles = std::env::args()
-        .nth(1)
-        .map(|a| a.parse().expect("CYCLES: a number"))
-        .unwrap_or(DEFAULT_CYCLES);
-    println!("cycle: pause / cell / cell-store, ns per round trip (best chunk)");
-    let mut rows = Vec::new();
-    for c in 0..cycles {
-        let pause = best_round_trip(&Pause(AtomicU32::new(0)), &Pause(AtomicU32::new(0)));
-        let cell = best_round_trip(&Cell(WaitCell::new(0)), &Cell(WaitCell::new(0)));
-        let store = best_round_trip(&CellStore(WaitCell::new(0)), &CellStore(WaitCell::new(0)));
-        println!("{c:>3}: {pause:.0} / {cell:.0} / {store:.0}");
-        rows.push([pause, cell, store]);
-    }
-    // Group the cycles whose three values lie within 1.5x of one another (one
-    // placement throughout the cycle) by the level of `pause`, in factors of two.
-    let mut levels: Vec<(i32, Vec<[f64; 3]>)> = Vec::new();
+/// Groups the cycles whose values (but those in columns `skip`) all lie within 1.5x
+/// of one another (one placement throughout the cycle) by the level of the first
+/// value (PAUSE's), in factors of two, and returns each group's count and medians,
+/// fastest level first.
+fn levels(rows: Vec<Vec<f64>>, skip: &[usize]) -> Vec<(usize, Vec<f64>)> {
+    let mut levels: Vec<(i32, Vec<Vec<f64>>)> = Vec::new();
     for r in rows {
-        let (lo, hi) = (
-            r.iter().copied().fold(f64::MAX, f64::min),
-            r.iter().copied().fold(0.0, f64::max),
-        );
+        let kept = r.iter().enumerate().filter(|(k, _)| !skip.contains(k));
+        let lo = kept.clone().map(|(_, x)| *x).fold(f64::MAX, f64::min);
+        let hi = kept.map(|(_, x)| *x).fold(0.0, f64::max);
         if hi > 1.5 * lo {
             continue;
         }
@@ -156,17 +155,187 @@ fn main() {
         }
     }
     levels.sort_by_key(|(l, _)| *l);
+    levels
+        .into_iter()
+        .map(|(_, v)| {
+            let cols = (0..v[0].len())
+                .map(|k| median(v.iter().map(|r| r[k]).collect()))
+                .collect();
+            (v.len(), cols)
+        })
+        .collect()
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1).peekable();
+    let split = args.peek().is_some_and(|a| a == "parts");
+    if split {
+        args.next();
+    }
+    let cycles = args
+        .next()
+        .map(|a| a.parse().expect("CYCLES: a number"))
+        .unwrap_or(DEFAULT_CYCLES);
+    if split {
+        parts::run(cycles);
+        return;
+    }
+    println!("cycle: pause / cell / cell-store, ns per round trip (best chunk)");
+    let mut rows = Vec::new();
+    for c in 0..cycles {
+        let (a, b) = (Box::new(WaitCell::new(0)), Box::new(WaitCell::new(0)));
+        let pause = best_round_trip(&Pause(&a), &Pause(&b));
+        let cell = best_round_trip(&Cell(&a), &Cell(&b));
+        let store = best_round_trip(&CellStore(&a), &CellStore(&b));
+        println!("{c:>3}: {pause:.0} / {cell:.0} / {store:.0}");
+        rows.push(vec![pause, cell, store]);
+    }
     println!("\ncycles at one level throughout, by the level of pause (medians):");
-    for (_, v) in levels {
-        let col = |k: usize| median(v.iter().map(|r| r[k]).collect());
-        let (p, c, s) = (col(0), col(1), col(2));
+    for (n, m) in levels(rows, &[]) {
+        let (p, c, s) = (m[0], m[1], m[2]);
         println!(
-            "  {} cycles: pause {p:.0} ns, cell {c:.0} ns ({:.2}x), cell-store {s:.0} ns ({:.2}x): notify +{:.0} ns, wait +{:.0} ns per round trip",
-            v.len(),
+            "  {n} cycles: pause {p:.0} ns, cell {c:.0} ns ({:.2}x), cell-store {s:.0} ns ({:.2}x): notify +{:.0} ns, wait +{:.0} ns per round trip",
             c / p,
             s / p,
             s - p,
             c - s
         );
+    }
+}
+
+/// The notify's pieces, each added to a bare store in turn, every waiter a PAUSE
+/// loop on the value: what each piece costs per round trip, at each placement.
+///
+/// - `store`: the value's store alone (PAUSE's ping-pong, the baseline);
+/// - `+load`: and a load of a word at the start of the next line, as the light
+///   notify loads `state`;
+/// - `+mode`: and before them a load of a global byte, as the notify loads its mode;
+/// - `+prefetchw`: `+load` with a PREFETCHW of the value's line before the store
+///   (x86-64 only; elsewhere it repeats `+load`);
+/// - `same line`: `+load` with the word on the value's own line;
+/// - `cell-store`: `WaitCell::store`, all of it (on a pair of cells of its own: the
+///   pieces' words cannot sit in a cell).
+///
+/// The five pieces run on one pair of fresh lines per cycle, since the round trip
+/// depends on where a line lives: compare `cell-store` with them over many cycles.
+mod parts {
+    use super::{best_round_trip, levels, CellStore, Signal};
+    use mwait::WaitCell;
+    use std::hint::{black_box, spin_loop};
+    use std::sync::atomic::{compiler_fence, AtomicU32, AtomicU8, Ordering};
+
+    /// A value (word 0) and the words a state may sit in, on a 128-byte pair of lines.
+    #[repr(C, align(128))]
+    struct Line([AtomicU32; 32]);
+
+    /// The word at the start of the next line, where a cell's `state` sits.
+    const NEXT_LINE: usize = 16;
+    /// A word on the value's own line.
+    const SAME_LINE: usize = 1;
+
+    /// Which pieces a signal's `set` runs.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Piece {
+        Store,
+        Load,
+        Mode,
+        Prefetch,
+    }
+
+    /// One direction of a ping-pong on `line`: the pieces of `piece`, the state word
+    /// at `state`.
+    struct Split<'a> {
+        line: &'a Line,
+        piece: Piece,
+        state: usize,
+    }
+
+    /// The global byte `+mode` loads.
+    static MODE: AtomicU8 = AtomicU8::new(1);
+
+    #[cfg(target_arch = "x86_64")]
+    fn prefetch_for_write(word: &AtomicU32) {
+        // SAFETY: PREFETCHW only hints at a line of a live reference; it writes
+        // nothing and faults on nothing (CPUs without it execute it as a NOP).
+        unsafe {
+            std::arch::asm!("prefetchw [{}]", in(reg) word.as_ptr(), options(nostack, preserves_flags));
+        }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    fn prefetch_for_write(_: &AtomicU32) {}
+
+    impl Signal for Split<'_> {
+        #[inline]
+        fn set(&self, v: u32) {
+            let w = &self.line.0;
+            if self.piece == Piece::Mode && black_box(&MODE).load(Ordering::Relaxed) == 0 {
+                return;
+            }
+            if self.piece == Piece::Prefetch {
+                prefetch_for_write(&w[0]);
+            }
+            w[0].store(v, Ordering::Release);
+            if self.piece != Piece::Store {
+                compiler_fence(Ordering::SeqCst);
+                black_box(w[self.state].load(Ordering::Relaxed));
+            }
+        }
+        #[inline]
+        fn wait(&self, v: u32) {
+            while self.line.0[0].load(Ordering::Acquire) < v {
+                spin_loop();
+            }
+        }
+    }
+
+    const NAMES: [&str; 6] = [
+        "store",
+        "+load",
+        "+mode",
+        "+prefetchw",
+        "same line",
+        "cell-store",
+    ];
+
+    pub fn run(cycles: usize) {
+        println!(
+            "cycle: {}, ns per round trip (best chunk)",
+            NAMES.join(" / ")
+        );
+        let mut rows = Vec::new();
+        for c in 0..cycles {
+            let fresh = || Box::new(Line(std::array::from_fn(|_| AtomicU32::new(0))));
+            let (a, b) = (fresh(), fresh());
+            let pair = |piece, state| {
+                let split = |line| Split { line, piece, state };
+                best_round_trip(&split(&a), &split(&b))
+            };
+            let (x, y) = (Box::new(WaitCell::new(0)), Box::new(WaitCell::new(0)));
+            let row = vec![
+                pair(Piece::Store, NEXT_LINE),
+                pair(Piece::Load, NEXT_LINE),
+                pair(Piece::Mode, NEXT_LINE),
+                pair(Piece::Prefetch, NEXT_LINE),
+                pair(Piece::Load, SAME_LINE),
+                best_round_trip(&CellStore(&x), &CellStore(&y)),
+            ];
+            let shown: Vec<String> = row.iter().map(|x| format!("{x:.0}")).collect();
+            println!("{c:>3}: {}", shown.join(" / "));
+            rows.push(row);
+        }
+        // `same line` is expected to sit a level above the rest: leave it out of the
+        // test for one placement throughout the cycle.
+        println!(
+            "\ncycles at one level throughout, by the level of store (medians, ns per round trip beside store):"
+        );
+        for (n, m) in levels(rows, &[4]) {
+            let extra: Vec<String> = NAMES[1..]
+                .iter()
+                .zip(&m[1..])
+                .map(|(name, x)| format!("{name} {:+.0}", x - m[0]))
+                .collect();
+            println!("  {n} cycles: store {:.0} ns; {}", m[0], extra.join(", "));
+        }
     }
 }
