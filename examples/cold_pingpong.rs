@@ -7,7 +7,9 @@
 //! wait, `same` puts both on CPU 0, `unpinned` leaves them to the scheduler. The PAUSE
 //! ping-pong runs first, on its own threads, so that mwait's process-wide choice is
 //! made by the first wait of the mwait ping-pong, from a pinned thread when the
-//! arrangement pins (nothing calls `mwait::selection()` before). Prints the median
+//! arrangement pins (nothing calls `mwait::selection()` before). The PAUSE loop runs
+//! on the very cells of the mwait ping-pong (their values, through `as_atomic`), since
+//! a round trip depends on where its lines live as well as on the mechanism. Prints the median
 //! round trip of the first 1000 round trips and of the second half of the run (the
 //! steady state), in ns, for both, and their ratio. Run it once per fresh process.
 
@@ -68,10 +70,8 @@ impl Channel for Mwait {
     }
 }
 
-struct Pause {
-    to_partner: AtomicU32,
-    to_timer: AtomicU32,
-}
+/// A plain store and a PAUSE loop on the values of a ping-pong's cells.
+struct Pause(Arc<Mwait>);
 
 fn pause_until(a: &AtomicU32, i: u32) {
     while a.load(Ordering::Acquire) != i {
@@ -81,12 +81,12 @@ fn pause_until(a: &AtomicU32, i: u32) {
 
 impl Channel for Pause {
     fn ping(&self, i: u32) {
-        self.to_partner.store(i, Ordering::Release);
-        pause_until(&self.to_timer, i);
+        self.0.to_partner.as_atomic().store(i, Ordering::Release);
+        pause_until(self.0.to_timer.as_atomic(), i);
     }
     fn pong(&self, i: u32) {
-        pause_until(&self.to_partner, i);
-        self.to_timer.store(i, Ordering::Release);
+        pause_until(self.0.to_partner.as_atomic(), i);
+        self.0.to_timer.as_atomic().store(i, Ordering::Release);
     }
 }
 
@@ -105,8 +105,7 @@ struct Run {
 }
 
 /// Runs `n` round trips.
-fn run<C: Channel>(chan: C, at: Arrangement, n: usize) -> Run {
-    let chan = Arc::new(chan);
+fn run<C: Channel>(chan: Arc<C>, at: Arrangement, n: usize) -> Run {
     let partner = {
         let chan = chan.clone();
         thread::spawn(move || {
@@ -173,13 +172,11 @@ fn parse_args() -> (Arrangement, usize) {
 /// threads on one CPU (`same`) the baseline is a ping-pong with the futex forced,
 /// run after the cold one; otherwise it is the PAUSE loop, run first.
 fn ping_pongs(at: Arrangement, n: usize) -> (&'static str, Vec<u64>, Run) {
-    let zero = || Pause {
-        to_partner: AtomicU32::new(0),
-        to_timer: AtomicU32::new(0),
-    };
-    let cells = |policy: WaitPolicy| Mwait {
-        to_partner: WaitCell::with_policy(0, policy),
-        to_timer: WaitCell::with_policy(0, policy),
+    let cells = |policy: WaitPolicy| {
+        Arc::new(Mwait {
+            to_partner: WaitCell::with_policy(0, policy),
+            to_timer: WaitCell::with_policy(0, policy),
+        })
     };
     match at {
         Arrangement::Same => {
@@ -188,8 +185,12 @@ fn ping_pongs(at: Arrangement, n: usize) -> (&'static str, Vec<u64>, Run) {
             ("futex", futex, cold)
         }
         _ => {
-            let pause = run(zero(), at, n).samples;
-            ("pause", pause, run(cells(WaitPolicy::new()), at, n))
+            let mwait = cells(WaitPolicy::new());
+            let pause = run(Arc::new(Pause(mwait.clone())), at, n).samples;
+            // Nobody waits on the cells now: plain stores put them back to 0.
+            mwait.to_partner.as_atomic().store(0, Ordering::Relaxed);
+            mwait.to_timer.as_atomic().store(0, Ordering::Relaxed);
+            ("pause", pause, run(mwait, at, n))
         }
     }
 }
