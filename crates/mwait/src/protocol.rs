@@ -195,7 +195,14 @@
 //! once (`trees_help`), with more than `RELAY_FANOUT` parked adds the
 //! others to `Sleepers::relay` and wakes `RELAY_FANOUT` itself; each waiter that
 //! returns from a wake takes up to `RELAY_FANOUT` from `relay` and wakes as many,
-//! before anything else, and the one that takes the last wakes every sleeper.
+//! before anything else, and the one that takes the last wakes every sleeper. The
+//! notifier goes on taking turns of `RELAY_FANOUT` beside the woken waiters until
+//! `relay` is empty: a woken waiter starts its turn only a whole wake-up after the
+//! wake that woke it, which on a virtual machine is several times what a wake costs
+//! its waker, so a notifier that stopped after its first turn left the tree's first
+//! levels to wait on wake-ups alone and its last waiter woke later than after one
+//! wake of all (the figures: `docs/design-notes.md`). Its thread makes at most one
+//! wake call per `RELAY_FANOUT` sleepers, and fewer the sooner woken waiters join.
 //! Nobody is left asleep: `relay` drops to 0 only in a read-modify-write whose thread
 //! then wakes every sleeper, and while it is above 0 some woken waiter is still to
 //! take its turn, because a wake that woke fewer than it asked for (the count held
@@ -497,9 +504,11 @@ impl MonitorLine {
     fn wake_parked(&self, s: &Sleepers, n: u32, state: u32) {
         let count = state & PARKED_MASK;
         if n == park::ALL && !s.shared && count > RELAY_FANOUT && trees_help() {
-            // A wake tree: wake a few, who wake the rest (see "A wake tree").
+            // A wake tree: wake a few, who wake the rest, while this thread goes on
+            // taking turns beside them (see "A wake tree").
             s.relay.fetch_add(count - RELAY_FANOUT, Ordering::SeqCst);
             self.relay_wake(s, RELAY_FANOUT);
+            while self.relay(s) {}
             return;
         }
         // The wake stamp, on this path only: it makes a system call anyway.
@@ -590,16 +599,17 @@ impl MonitorLine {
         if slept == Parked::Woken {
             // Before anything else (the predicate may panic): a wake tree may count
             // on this waiter to wake the next ones.
-            self.relay(s);
+            let _ = self.relay(s);
         }
         Err(slept)
     }
 
-    /// A woken waiter's turn in a wake tree (see "A wake tree"): takes up to
-    /// [`RELAY_FANOUT`] of the sleepers left to wake and wakes them, or every sleeper
-    /// if it takes the last ones.
+    /// A turn in a wake tree (see "A wake tree"), a woken waiter's or the notifier's:
+    /// takes up to [`RELAY_FANOUT`] of the sleepers left to wake and wakes them, or
+    /// every sleeper if it takes the last ones. Returns whether some may be left for
+    /// another turn.
     #[inline]
-    fn relay(&self, s: &Sleepers) {
+    fn relay(&self, s: &Sleepers) -> bool {
         let mut left = s.relay.load(Ordering::Relaxed);
         while left > 0 {
             let take = left.min(RELAY_FANOUT);
@@ -611,15 +621,16 @@ impl MonitorLine {
             ) {
                 Ok(_) if left == take => {
                     park::wake(&s.queue, &self.value, park::ALL, s.shared);
-                    return;
+                    return false;
                 }
                 Ok(_) => {
                     self.relay_wake(s, take);
-                    return;
+                    return true;
                 }
                 Err(now) => left = now,
             }
         }
+        false
     }
 
     /// Wakes `k` sleepers of a wake tree; if fewer were asleep, nobody may be left to
