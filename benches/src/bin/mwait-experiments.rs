@@ -27,6 +27,10 @@
 //!   atomic-wait in rounds of 10 ms slices (median of the per-round ratios); the
 //!   resident memory 64 parked waiters add to a 10^7-word array; the wake-up p50 of a
 //!   `wait_any` over eight words against a wait on one, in alternating rounds.
+//! - `broadcast ROUNDS IMPL...`: the scale section's broadcast (one notifier on CPU 0,
+//!   a waiter on every other CPU, a value every 500 µs), `ROUNDS` rounds of 1.5 s
+//!   visiting each named mechanism in turn: per mechanism the medians over the rounds
+//!   of the last waiter's p50 and p99, and per round the ratios to the first one's.
 //!
 //! To get the "before" side of a comparison, copy this file into a checkout of the
 //! earlier commit (it uses only the harness's public functions) and run it there.
@@ -167,6 +171,45 @@ fn waiter_cpu(names: &[&str], gap_us: u64, rounds: usize) {
     }
 }
 
+/// `broadcast`: see the module docs.
+fn broadcast(names: &[&str], rounds: usize) {
+    let cpus = mwait::Capabilities::detect().usable_cpus;
+    // Per mechanism and round: the last waiter's p50 and p99.
+    let mut per: Vec<Vec<[f64; 2]>> = vec![Vec::new(); names.len()];
+    for _ in 0..rounds {
+        for (k, name) in names.iter().enumerate() {
+            let mut last =
+                mwait_benches::scale::broadcast(make(name), cpus, Duration::from_millis(1_500));
+            let s = stats(&mut last);
+            per[k].push([s.p50, s.p99]);
+        }
+    }
+    println!(
+        "broadcast to {} waiters, {rounds} rounds:",
+        mwait_benches::scale::broadcast_waiters(cpus)
+    );
+    for (k, name) in names.iter().enumerate() {
+        let col = |i: usize| median(&per[k].iter().map(|r| r[i]).collect::<Vec<_>>());
+        let ratio = |i: usize| {
+            median(
+                &per[k]
+                    .iter()
+                    .zip(&per[0])
+                    .map(|(r, b)| r[i] / b[i])
+                    .collect::<Vec<_>>(),
+            )
+        };
+        println!(
+            "{name}: last waiter p50 {:.0} ns ({:.2}x {}), p99 {:.0} ns ({:.2}x)",
+            col(0),
+            ratio(0),
+            names[0],
+            col(1),
+            ratio(1)
+        );
+    }
+}
+
 /// `atomic`: see the module docs.
 fn atomic() {
     use mwait_benches::atomic as a;
@@ -228,10 +271,14 @@ fn main() {
         }
         ["interference-wake", ref names @ ..] if !names.is_empty() => interference_wake(names, 8),
         ["atomic"] => atomic(),
+        ["broadcast", rounds, ref names @ ..] if !names.is_empty() => {
+            broadcast(names, rounds.parse().expect("rounds"))
+        }
         _ => {
             eprintln!(
                 "usage: mwait-experiments first-recheck | windows [SECONDS] | pinned-wake \
-                 | interference-wake IMPL... | waiter-cpu GAP_US IMPL... | atomic"
+                 | interference-wake IMPL... | waiter-cpu GAP_US IMPL... | atomic \
+                 | broadcast ROUNDS IMPL..."
             );
             std::process::exit(2);
         }
