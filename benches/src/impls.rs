@@ -230,6 +230,9 @@ impl Signal for Cell {
     fn wait_ge(&self, v: u32) -> u32 {
         self.0.wait_until_with(|x| x >= v, &self.1)
     }
+    fn word(&self) -> Option<&AtomicU32> {
+        Some(self.0.as_atomic())
+    }
 }
 
 /// A `WaitCell` awaited with `wait_until_async`.

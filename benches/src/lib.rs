@@ -36,6 +36,13 @@ pub trait Signal: Send + Sync {
     /// Blocks until the value is at least `v`; returns the value seen. (A waiter that
     /// waited for one exact value could miss it when the setter is faster.)
     fn wait_ge(&self, v: u32) -> u32;
+    /// The word that holds the value, where `set` writes it there (a plain store to
+    /// it publishes a value to a waiter that spins on it): the ping-pong's PAUSE
+    /// baseline then runs on this very memory (see
+    /// [`scenarios::interleaved_with_pause`]).
+    fn word(&self) -> Option<&std::sync::atomic::AtomicU32> {
+        None
+    }
 }
 
 /// A growing `u32` that one async task raises and another awaits: the async

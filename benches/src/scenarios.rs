@@ -36,8 +36,22 @@ pub struct PingPong {
     ping: Arc<dyn Signal>,
     pong: Arc<dyn Signal>,
     stop: Arc<AtomicBool>,
+    /// Whether the rounds run on the signals' words with PAUSE loops (see
+    /// [`PingPong::set_pause`]).
+    pause: Arc<AtomicBool>,
     next: u32,
     partner: Option<thread::JoinHandle<()>>,
+}
+
+/// PAUSE until `word` holds at least `v`; returns the value seen.
+fn pause_until_ge(word: &AtomicU32, v: u32) -> u32 {
+    loop {
+        let seen = word.load(Ordering::Acquire);
+        if seen >= v {
+            return seen;
+        }
+        std::hint::spin_loop();
+    }
 }
 
 impl PingPong {
@@ -59,8 +73,10 @@ impl PingPong {
         let ping: Arc<dyn Signal> = Arc::from(make());
         let pong: Arc<dyn Signal> = Arc::from(make());
         let stop = Arc::new(AtomicBool::new(false));
+        let pause = Arc::new(AtomicBool::new(false));
         let partner = {
-            let (ping, pong, stop) = (ping.clone(), pong.clone(), stop.clone());
+            let (ping, pong, stop, pause) =
+                (ping.clone(), pong.clone(), stop.clone(), pause.clone());
             thread::spawn(move || {
                 thread::sleep(partner_delay);
                 if let Some((_, cpu)) = pins {
@@ -69,11 +85,22 @@ impl PingPong {
                 let mut i = 0u32;
                 loop {
                     i = i.wrapping_add(1);
-                    i = ping.wait_ge(i);
+                    // The mode of this round, read before its wait (see `set_pause`).
+                    let words = match (pause.load(Ordering::Acquire), ping.word(), pong.word()) {
+                        (true, Some(ping), Some(pong)) => Some((ping, pong)),
+                        _ => None,
+                    };
+                    i = match words {
+                        Some((ping, _)) => pause_until_ge(ping, i),
+                        None => ping.wait_ge(i),
+                    };
                     if stop.load(Ordering::Acquire) {
                         return;
                     }
-                    pong.set(i);
+                    match words {
+                        Some((_, pong)) => pong.store(i, Ordering::Release),
+                        None => pong.set(i),
+                    }
                 }
             })
         };
@@ -84,8 +111,43 @@ impl PingPong {
             ping,
             pong,
             stop,
+            pause,
             next: 0,
             partner: Some(partner),
+        }
+    }
+
+    /// Whether the signals have words a PAUSE ping-pong can run on (see
+    /// [`Signal::word`]).
+    pub fn has_words(&self) -> bool {
+        self.ping.word().is_some() && self.pong.word().is_some()
+    }
+
+    /// Turns the PAUSE rounds on or off ([`PingPong::pause_round_trip`] from now on,
+    /// or [`PingPong::round_trip`]), through one round trip that both modes of the
+    /// partner answer: the mechanism's `set`, which writes the word as a PAUSE
+    /// partner reads it and wakes a waiting one, and a PAUSE loop on the answer's
+    /// word, which either kind of answer writes. The partner reads the mode before
+    /// each wait, so from the round after this one it waits in the new mode.
+    /// Without words (see [`PingPong::has_words`]) it does nothing.
+    pub fn set_pause(&mut self, on: bool) {
+        let Some(answer) = self.pong.word() else {
+            return;
+        };
+        self.pause.store(on, Ordering::Release);
+        self.next = self.next.wrapping_add(1);
+        self.ping.set(self.next);
+        pause_until_ge(answer, self.next);
+    }
+
+    /// One round trip of plain stores and PAUSE loops on the signals' words, after
+    /// [`PingPong::set_pause`]`(true)`.
+    #[inline]
+    pub fn pause_round_trip(&mut self) {
+        if let (Some(ping), Some(pong)) = (self.ping.word(), self.pong.word()) {
+            self.next = self.next.wrapping_add(1);
+            ping.store(self.next, Ordering::Release);
+            pause_until_ge(pong, self.next);
         }
     }
 
@@ -542,18 +604,26 @@ const SLICE_SAMPLES_MAX: usize = 1_000_000;
 /// One slice of [`interleaved_with_pause`].
 pub const SLICE: Duration = Duration::from_millis(10);
 
-/// `budget` of slices, alternately of a fresh PAUSE ping-pong on CPUs 0 and 1 and of
-/// `pp`, whose threads run on `pins` (`None`: where the scheduler puts them) and
-/// whose partner waits meanwhile, parked or spinning as the mechanism does. The
-/// PAUSE pair is pinned whatever `pins` says: a fresh unpinned pair often starts
-/// both threads on one CPU (a new thread starts beside its parent) and spends a
-/// whole 10 ms slice there at milliseconds per round trip, which is no baseline; so
-/// an unpinned mechanism is compared with the best PAUSE placement. Each
-/// PAUSE slice before the mechanism's: each ratio compares the two within a few ms.
-/// On a virtual machine the host moves the two vCPUs between placements (one core,
-/// one cache complex, two) within a fraction of a second, and the round trip of
-/// either mechanism moves by up to 8x with it; measured far apart, two mechanisms
-/// are compared at different placements as often as not.
+/// `budget` of slices, alternately of a PAUSE ping-pong and of `pp`, whose threads
+/// run on `pins` (`None`: where the scheduler puts them). Each PAUSE slice comes
+/// before the mechanism's: each ratio compares the two within a few ms. On a
+/// virtual machine the host moves the two vCPUs between placements (one core, one
+/// cache complex, two) within a fraction of a second, and the round trip of either
+/// mechanism moves by up to 8x with it; measured far apart, two mechanisms are
+/// compared at different placements as often as not.
+///
+/// Where `pp` runs on two distinct pinned CPUs and its signals have words (a
+/// `WaitCell`'s value), the PAUSE slice runs on `pp`'s own threads and words
+/// ([`PingPong::set_pause`]): the round trip depends on where its two lines live as
+/// well as on the CPUs (on the 16-vCPU Intel guest two bare ping-pongs on two pairs
+/// of lines in one process differed by up to a quarter, `hop_cost parts`), so a
+/// baseline on other memory compared the mechanism with a luckier or unluckier
+/// pair of lines in every process. Otherwise the PAUSE slice is a fresh ping-pong
+/// on CPUs 0 and 1 while `pp`'s partner waits, parked or spinning as the mechanism
+/// does. That pair is pinned whatever `pins` says: a fresh unpinned pair often
+/// starts both threads on one CPU (a new thread starts beside its parent) and
+/// spends a whole 10 ms slice there at milliseconds per round trip, which is no
+/// baseline; so an unpinned mechanism is compared with the best PAUSE placement.
 pub fn interleaved_with_pause(
     pp: &mut PingPong,
     pins: Option<(usize, usize)>,
@@ -563,15 +633,25 @@ pub fn interleaved_with_pause(
     let end = std::time::Instant::now() + budget;
     let (mut mine_all, mut pause_all) = (Vec::new(), Vec::new());
     let (mut ratios, mut pause_p50s) = (Vec::new(), Vec::new());
+    let same_memory = matches!(pins, Some((a, b)) if a != b) && pp.has_words();
     loop {
-        let mut theirs = {
+        let mut theirs = if same_memory {
+            pp.set_pause(true);
+            let s = sample_batches_for(SLICE, SLICE_SAMPLES_MAX, crate::ROUND_TRIP_BATCH, || {
+                pp.pause_round_trip()
+            });
+            pp.set_pause(false);
+            s
+        } else {
             let mut p = PingPong::start_with(pause, Some((0, 1)), Duration::ZERO);
-            round_trips(&mut p, SLICE, SLICE_SAMPLES_MAX)
+            let s = round_trips(&mut p, SLICE, SLICE_SAMPLES_MAX);
+            drop(p);
+            // Dropping the PAUSE ping-pong unpinned this thread: back to `pins`.
+            if let Some((cpu, _)) = pins {
+                mwait_support::pin_to_cpu(cpu);
+            }
+            s
         };
-        // Dropping the PAUSE ping-pong unpinned this thread: back to `pins`.
-        if let Some((cpu, _)) = pins {
-            mwait_support::pin_to_cpu(cpu);
-        }
         let mut mine = round_trips(pp, SLICE, SLICE_SAMPLES_MAX);
         let p = crate::stats(&mut theirs).p50;
         pause_p50s.push(p);
@@ -589,5 +669,80 @@ pub fn interleaved_with_pause(
         pause_p50: crate::stats(&mut pause_all).p50,
         pause_slice_p50: crate::median(&pause_p50s),
         median_ratio: crate::median(&ratios),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mwait::WaitCell;
+
+    /// The `set`s of the mechanism per signal, in the order `PingPong` builds them
+    /// (ping, then pong): the test's one ping-pong is the only user.
+    static SETS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+    static BUILT: AtomicUsize = AtomicUsize::new(0);
+
+    /// A cell that counts the mechanism's `set`s, so that the test sees which rounds
+    /// went through the mechanism and which through the words alone.
+    struct Counted {
+        cell: WaitCell,
+        id: usize,
+    }
+
+    impl Signal for Counted {
+        fn set(&self, v: u32) {
+            SETS[self.id].fetch_add(1, Ordering::Relaxed);
+            self.cell.store(v);
+        }
+        fn wait_ge(&self, v: u32) -> u32 {
+            self.cell.wait_until(|x| x >= v)
+        }
+        fn word(&self) -> Option<&AtomicU32> {
+            Some(self.cell.as_atomic())
+        }
+    }
+
+    fn counted() -> Box<dyn Signal> {
+        Box::new(Counted {
+            cell: WaitCell::new(0),
+            id: BUILT.fetch_add(1, Ordering::Relaxed),
+        })
+    }
+
+    #[test]
+    fn pause_rounds_run_on_the_words_and_switch_back() {
+        let mut pp = PingPong::start_with(counted, Some((0, 1)), Duration::ZERO);
+        assert!(pp.has_words());
+        let sets = || {
+            (
+                SETS[0].load(Ordering::Relaxed),
+                SETS[1].load(Ordering::Relaxed),
+            )
+        };
+        for _ in 0..100 {
+            pp.round_trip();
+        }
+        assert_eq!(sets(), (100, 100));
+        pp.set_pause(true);
+        for _ in 0..1000 {
+            pp.pause_round_trip();
+        }
+        // Only the switch's ping went through the mechanism, and the partner
+        // answered it in one mode or the other.
+        let (ping, pong) = sets();
+        assert_eq!(ping, 101);
+        assert!(pong == 100 || pong == 101, "{pong}");
+        pp.set_pause(false);
+        for _ in 0..100 {
+            pp.round_trip();
+        }
+        let (ping, pong) = sets();
+        assert_eq!(ping, 202);
+        assert!((200..=202).contains(&pong), "{pong}");
+        assert_eq!(pp.next, 1202);
+        assert_eq!(
+            pp.pong.word().map(|w| w.load(Ordering::Acquire)),
+            Some(1202)
+        );
     }
 }

@@ -183,8 +183,10 @@ fn in_process_table(o: &mut Out, runs: &ColdRuns) {
     md!(
         o,
         "Each ping-pong child on two CPUs also interleaves its steady phase, {} ms slices \
-         at a time, with a PAUSE ping-pong on CPUs 0 and 1 (pinned in the unpinned variant too) in the same process; the \
-         ratios below are taken inside each child (steady: the median of the slices' \
+         at a time, with a PAUSE ping-pong in the same process: where the child pins, on \
+         its own two threads and cells (plain stores and PAUSE loops on the cells' values, \
+         since a round trip depends on where its lines live), and in the unpinned variant \
+         on a pair of its own pinned to CPUs 0 and 1; the ratios below are taken inside each child (steady: the median of the slices' \
          p50 ratios; first {}: against the median PAUSE slice), so that both sides of a \
          ratio share the host's placement of the vCPUs, which moves between runs. The \
          cold pingpong targets are judged on these.\n",
