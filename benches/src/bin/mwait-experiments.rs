@@ -31,6 +31,10 @@
 //!   a waiter on every other CPU, a value every 500 µs), `ROUNDS` rounds of 1.5 s
 //!   visiting each named mechanism in turn: per mechanism the medians over the rounds
 //!   of the last waiter's p50 and p99, and per round the ratios to the first one's.
+//! - `executor WORKLOAD SIDE SECONDS`: the clients section's executor workload
+//!   (`spawn_one`, `yield_now`, `channels`) on one side (`stock` or `mwait`) alone
+//!   for `SECONDS`: the median ns per iteration and the process's CPU time and
+//!   context switches per iteration, to run under `strace -f -c` side by side.
 //!
 //! To get the "before" side of a comparison, copy this file into a checkout of the
 //! earlier commit (it uses only the harness's public functions) and run it there.
@@ -171,6 +175,52 @@ fn waiter_cpu(names: &[&str], gap_us: u64, rounds: usize) {
     }
 }
 
+/// `executor`: see the module docs.
+fn executor(workload: &str, side: &str, secs: u64) {
+    use mwait_benches::clients::{self, Workload};
+    let workload = Workload::ALL
+        .into_iter()
+        .find(|w| w.name() == workload)
+        .expect("a workload: spawn_one, yield_now or channels");
+    let block_on = clients::SIDES
+        .iter()
+        .find(|(name, _)| *name == side)
+        .expect("a side: stock or mwait")
+        .1;
+    let usage = || {
+        // SAFETY: rusage is plain integers, for which zero is a valid value, and
+        // getrusage writes one such struct into the one we pass.
+        let u = unsafe {
+            let mut u: libc::rusage = std::mem::zeroed();
+            libc::getrusage(libc::RUSAGE_SELF, &mut u);
+            u
+        };
+        let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+        [
+            us(u.ru_utime),
+            us(u.ru_stime),
+            u.ru_nvcsw as f64,
+            u.ru_nivcsw as f64,
+        ]
+    };
+    let before = usage();
+    let mut samples = clients::executor(block_on, workload, Duration::from_secs(secs));
+    let after = usage();
+    let n = samples.len().max(1) as f64;
+    let per = |k: usize| (after[k] - before[k]) / n;
+    println!(
+        "{side} {}: {:.0} ns per iteration (median of {}); per iteration: user {:.1} µs, \
+         sys {:.1} µs, voluntary switches {:.2}, involuntary {:.2}",
+        workload.name(),
+        stats(&mut samples).p50,
+        samples.len(),
+        per(0),
+        per(1),
+        per(2),
+        per(3)
+    );
+}
+
 /// `broadcast`: see the module docs.
 fn broadcast(names: &[&str], rounds: usize) {
     let cpus = mwait::Capabilities::detect().usable_cpus;
@@ -271,6 +321,9 @@ fn main() {
         }
         ["interference-wake", ref names @ ..] if !names.is_empty() => interference_wake(names, 8),
         ["atomic"] => atomic(),
+        ["executor", workload, side, secs] => {
+            executor(workload, side, secs.parse().expect("seconds"))
+        }
         ["broadcast", rounds, ref names @ ..] if !names.is_empty() => {
             broadcast(names, rounds.parse().expect("rounds"))
         }
@@ -278,7 +331,7 @@ fn main() {
             eprintln!(
                 "usage: mwait-experiments first-recheck | windows [SECONDS] | pinned-wake \
                  | interference-wake IMPL... | waiter-cpu GAP_US IMPL... | atomic \
-                 | broadcast ROUNDS IMPL..."
+                 | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS"
             );
             std::process::exit(2);
         }
