@@ -21,6 +21,12 @@
 //!   idle machine (the `long_wait` scenario, shorter gaps for more wakes), ten rounds
 //!   of 500 ms visiting each named mechanism: the median over the rounds of the
 //!   waiter's CPU time per wake.
+//! - `long-wait-beside [ROUNDS [IMPL]]`: the `long_wait` comparison at three gaps
+//!   (200 µs, 1 ms, 5 ms): the default WaitCell's waiter (or `IMPL`'s) beside a
+//!   hand-written futex waiter, both pairs at once (`slow_producers_beside`), in
+//!   `ROUNDS` rounds per gap (8 unless given; 400 ms or 200 gaps, the longer) that swap which pair runs on
+//!   the calling thread; per gap the median ratio of the two waiters' CPU per wake,
+//!   its range, and the medians of each one's CPU per wake.
 //! - `atomic`: waits on bare atomics (`mwait::atomic`): ns per store-and-wake of an
 //!   unwaited word, alone in its bucket and beside a parked waiter of the bucket, and
 //!   atomic-wait's; ping-pong p50 of two `AtomicU32`s, a WaitCell, PAUSE and
@@ -260,6 +266,43 @@ fn broadcast(names: &[&str], rounds: usize) {
     }
 }
 
+fn long_wait_beside(rounds: usize, name: &str) {
+    // At least this many wakes per round, so that a 5 ms gap's rounds are not
+    // decided by a handful of wakes.
+    const WAKES: u32 = 200;
+    let (cell, futex) = (make(name), make("futex"));
+    for gap_us in [200u64, 1_000, 5_000] {
+        let gap = Duration::from_micros(gap_us);
+        let round = Duration::from_millis(400).max(gap * WAKES);
+        let (mut ratio, mut mine, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
+        for r in 0..rounds {
+            let (w, f) = if r % 2 == 0 {
+                scenarios::slow_producers_beside(cell, futex, gap, round, None)
+            } else {
+                let (f, w) = scenarios::slow_producers_beside(futex, cell, gap, round, None);
+                (w, f)
+            };
+            let per_wake = |p: &scenarios::SlowProducer| {
+                p.waiter_cpu * duration_ns(round) as f64 / p.wake_ns.len().max(1) as f64
+            };
+            let (w, f) = (per_wake(&w), per_wake(&f));
+            ratio.push(w / f);
+            mine.push(w);
+            theirs.push(f);
+        }
+        let (lo, hi) = ratio
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+        println!(
+            "gap {gap_us} us: {name}/futex waiter CPU per wake {:.3}x (range {lo:.2}-{hi:.2}x, \
+             {rounds} rounds): {name} {:.0} ns, futex {:.0} ns",
+            median(&ratio),
+            median(&mine),
+            median(&theirs)
+        );
+    }
+}
+
 /// `atomic`: see the module docs.
 fn atomic() {
     use mwait_benches::atomic as a;
@@ -320,6 +363,9 @@ fn main() {
             waiter_cpu(names, gap.parse().expect("gap in µs"), 10)
         }
         ["interference-wake", ref names @ ..] if !names.is_empty() => interference_wake(names, 8),
+        ["long-wait-beside"] => long_wait_beside(8, "waitcell"),
+        ["long-wait-beside", n] => long_wait_beside(n.parse().expect("rounds"), "waitcell"),
+        ["long-wait-beside", n, name] => long_wait_beside(n.parse().expect("rounds"), name),
         ["atomic"] => atomic(),
         ["executor", workload, side, secs] => {
             executor(workload, side, secs.parse().expect("seconds"))
@@ -330,7 +376,8 @@ fn main() {
         _ => {
             eprintln!(
                 "usage: mwait-experiments first-recheck | windows [SECONDS] | pinned-wake \
-                 | interference-wake IMPL... | waiter-cpu GAP_US IMPL... | atomic \
+                 | interference-wake IMPL... | waiter-cpu GAP_US IMPL... \
+                 | long-wait-beside [ROUNDS [IMPL]] | atomic \
                  | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS"
             );
             std::process::exit(2);
