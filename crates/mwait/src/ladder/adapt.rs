@@ -112,10 +112,23 @@ impl Adaptive {
     }
 
     /// The spin budget for the next wait: `base`, or 0 while spinning keeps failing.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn spin_budget(&self, base: u64, handoff: bool) -> u64 {
-        if base == 0 || self.score.load(Relaxed) >= SCORE_SPIN_MIN {
-            return base;
+        if base != 0 && self.spins(handoff) {
+            base
+        } else {
+            0
+        }
+    }
+
+    /// Whether the next wait spins: always while the score allows it, else on a
+    /// probe. Decided before the budget is looked up, so that a wait that parks at
+    /// once (a slow producer's consumer) reads neither the estimates nor the CPU
+    /// detection, whose lines an idle spell has taken from its cache.
+    #[inline]
+    pub(crate) fn spins(&self, handoff: bool) -> bool {
+        if self.score.load(Relaxed) >= SCORE_SPIN_MIN {
+            return true;
         }
         let mut left = self.skips.load(Relaxed);
         if handoff {
@@ -125,10 +138,10 @@ impl Adaptive {
         }
         if left == 0 {
             self.skips.store(self.probe_every.load(Relaxed), Relaxed);
-            base
+            true
         } else {
             self.skips.store(left - 1, Relaxed);
-            0
+            false
         }
     }
 

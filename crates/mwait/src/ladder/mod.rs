@@ -145,14 +145,19 @@ struct Climb<'a, W> {
 /// The spin budget of a wait under `pol` on `cell`: the policy's own where it does
 /// not adapt; where the process's defaults say spin (it has more than one CPU), the
 /// measured wake-up latency (`estimate.rs`, "The rule"), or twice it for a
-/// hand-off, as the cell's adaptive score allows.
+/// hand-off, as the cell's adaptive score allows. The score is asked first: a wait
+/// that will not spin looks up no estimate.
 fn spin_budget(cell: Learning<'_>, pol: &Resolved, handoff: bool) -> u64 {
     match pol.adaptive {
         false => pol.spin_ns,
-        true if pol.spin_ns > 0 => {
+        true if pol.spin_ns > 0 && cell.adapt.spins(handoff) => {
+            // Never 0: the rule's budgets have a floor.
             let b = estimate::current(Capabilities::detect().hypervisor);
-            let base = if handoff { b.handoff_ns } else { b.spin_ns };
-            cell.adapt.spin_budget(base, handoff)
+            if handoff {
+                b.handoff_ns
+            } else {
+                b.spin_ns
+            }
         }
         true => 0,
     }
