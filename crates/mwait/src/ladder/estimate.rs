@@ -78,9 +78,14 @@ pub(crate) const SPIN_ROUND_SAMPLE_MAX_NS: u64 = 100_000;
 /// Each thread offers one spin in this many to the spin-round estimate.
 pub(crate) const SPIN_SAMPLE_EVERY: u32 = 64;
 /// Each thread measures the wake-up of one park in this many (once the estimate has a
-/// full window): the two clock reads and the estimate's update cost a parking waiter
-/// about 0.1 µs, a few % of a futex wake-up's CPU time.
-pub(crate) const WAKE_SAMPLE_EVERY: u32 = 4;
+/// full window). The rule: a measured park costs its waiter two clock reads and the
+/// estimate's update, about 0.1 µs warm and up to 0.4 µs after a long sleep (the
+/// clock's pages, the estimate's line and their code all cold: a consumer fed every
+/// 5 ms), and one in 32 keeps that under 1 % of a futex wake-up's CPU time (2–3 µs on
+/// the machines of `docs/hardware-results.md`, more elsewhere), where one in 4 made it
+/// 3–4 %. A lasting change of the wake-up latency still moves the median within 4
+/// samples, 128 parks of one thread (0.1 s of a consumer fed every millisecond).
+pub(crate) const WAKE_SAMPLE_EVERY: u32 = 32;
 
 /// The shortest spin budget: a cache line's round trip between sockets (about
 /// 0.2–0.3 µs) plus the partner's reaction; below that a spin catches nothing.
@@ -188,15 +193,35 @@ std::thread_local! {
     static SPINS_SINCE_SAMPLE: Cell<u32> = const { Cell::new(0) };
     /// Parks this thread has made since the last one that measured its wake-up.
     static PARKS_SINCE_SAMPLE: Cell<u32> = const { Cell::new(0) };
+    /// Whether this thread has seen [`WAKE`]'s window full (it never empties again).
+    static WAKE_FULL_SEEN: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Whether the park about to start measures its wake-up latency (reads the clock
 /// before it and after it): every park while [`WAKE`] has fewer than [`WINDOW`](super::filter::WINDOW)
 /// samples, then one in [`WAKE_SAMPLE_EVERY`] of each thread. The other parks read
-/// no clock and leave the cell's wake stamp, which the notifier wrote, alone.
+/// no clock and leave the cell's wake stamp, which the notifier wrote, alone; once a
+/// thread has seen the window full, its parks no longer read [`WAKE`]'s line either
+/// (which every measured park of the process writes).
 #[inline]
 pub(crate) fn wake_sample_due() -> bool {
-    one_in(&PARKS_SINCE_SAMPLE, WAKE_SAMPLE_EVERY) || WAKE.young()
+    one_in(&PARKS_SINCE_SAMPLE, WAKE_SAMPLE_EVERY) || wake_young()
+}
+
+/// Whether [`WAKE`]'s window is not full yet, as this thread knows it: the window
+/// only fills, so one look that finds it full is remembered.
+#[inline]
+fn wake_young() -> bool {
+    WAKE_FULL_SEEN
+        .try_with(|seen| {
+            if seen.get() {
+                return false;
+            }
+            let young = WAKE.young();
+            seen.set(!young);
+            young
+        })
+        .unwrap_or_else(|_| WAKE.young())
 }
 
 /// Counts one event in `count`, a thread's count since its last sampled event:
