@@ -465,6 +465,20 @@ mod tests {
     }
 
     #[test]
+    fn a_park_reads_nothing_on_the_line_of_the_wake_stamp() {
+        let cell = WaitCell::new(0);
+        let line = |p: usize| (p - std::ptr::from_ref(&cell) as usize) / 64;
+        let (read, stamp) = cell.waiters.sleepers.addresses();
+        let cell_line = [
+            ("caught", std::ptr::from_ref(&cell.waiters.caught) as usize),
+            ("stats", std::ptr::from_ref(&cell.waiters.stats) as usize),
+        ];
+        for (what, at) in read.into_iter().chain(cell_line) {
+            assert_ne!(line(at), line(stamp), "{what} shares the wake stamp's line");
+        }
+    }
+
+    #[test]
     fn the_value_is_alone_on_its_line_and_the_state_word_starts_the_next() {
         let cell = WaitCell::new(0);
         let base = std::ptr::from_ref(&cell) as usize;

@@ -6,24 +6,34 @@ use crate::sys::park::Queue;
 
 /// Where a cell's sleepers wait besides the monitor line: the platform's sleep queue,
 /// the async registry, and whether the cell is shared between processes. Written
-/// only by waiters; kept off the monitor line.
+/// only by waiters (and the wake stamp by a notifier that wakes); kept off the
+/// monitor line.
+///
+/// In this order: what every park reads first (the two flags and `relay`, on the
+/// line of the cell's counters, which the waiter writes), the wake stamp last, on
+/// the cell's last line with the registry's tail. A notifier writes the stamp right
+/// before each `futex_wake`, so that line is in the notifier's cache when the woken
+/// waiter runs; with the flags beside the stamp, every wake of a waiter on another
+/// CPU fetched it from there, while now only a park that measures its wake-up (one in
+/// `estimate::WAKE_SAMPLE_EVERY`) or an async wait reads it.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct Sleepers {
     pub(super) queue: Queue,
-    pub(super) registry: Registry,
     pub(super) shared: bool,
     /// A parker's cell (`WaitCell::new_parker`): every notify follows a `SeqCst`
     /// write or fence (its light stores go to the fenced slow path: `SHARED_SLOW`),
     /// so its waiters need no `membarrier`; and its waits spin only on evidence
     /// (`ladder::Learning::evidence_allows_spin`).
     pub(super) parker: bool,
+    /// Sleepers that a wake of every sleeper left for the woken to wake (see "A wake
+    /// tree" in `protocol.rs`): added to by a notifier, taken from by woken waiters.
+    pub(super) relay: AtomicU32,
+    pub(super) registry: Registry,
     /// The notifier's clock reading right before its last `futex_wake` (0: none yet):
     /// written on the slow path only, read by a woken waiter to measure its wake-up
     /// latency (`ladder::estimate`). A statistic: relaxed std atomic, not modelled.
     pub(super) wake_stamp: std::sync::atomic::AtomicU64,
-    /// Sleepers that a wake of every sleeper left for the woken to wake (see "A wake
-    /// tree" in `protocol.rs`): added to by a notifier, taken from by woken waiters.
-    pub(super) relay: AtomicU32,
 }
 
 impl Sleepers {
@@ -31,11 +41,11 @@ impl Sleepers {
         pub(crate) fn new(shared: bool, parker: bool) -> Sleepers {
             Sleepers {
                 queue: Queue::new(),
-                registry: Registry::new(),
                 shared,
                 parker,
-                wake_stamp: std::sync::atomic::AtomicU64::new(0),
                 relay: AtomicU32::new(0),
+                registry: Registry::new(),
+                wake_stamp: std::sync::atomic::AtomicU64::new(0),
             }
         }
     }
@@ -62,6 +72,20 @@ impl Sleepers {
     #[inline]
     pub(crate) fn wake_stamp(&self) -> u64 {
         self.wake_stamp.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The addresses of what a park reads (`shared`, `parker`, `relay`) and of the
+    /// wake stamp, for the layout test of the cell.
+    #[cfg(test)]
+    pub(crate) fn addresses(&self) -> ([(&'static str, usize); 3], usize) {
+        (
+            [
+                ("shared", std::ptr::from_ref(&self.shared) as usize),
+                ("parker", std::ptr::from_ref(&self.parker) as usize),
+                ("relay", std::ptr::from_ref(&self.relay) as usize),
+            ],
+            std::ptr::from_ref(&self.wake_stamp) as usize,
+        )
     }
 
     /// The platform's sleep queue (the loom models count its wakes).
