@@ -351,8 +351,14 @@ fn climb_word<'a, W: Word<'a>>(
     hw: Option<&impl HardwareWait>,
 ) -> Outcome<ValueOf<'a, W>> {
     let mut climb = Climb::start(word, learning, pol, deadline);
-    if let Some(v) = spin_tier(&mut climb, pred) {
-        return climb.finish(v, Ended::Spin);
+    // The tiers before the park are calls of their own, out of this body: a wait
+    // that parks at once (a consumer fed every few milliseconds) then runs through
+    // a few contiguous lines of code here, which its idle spell has taken from the
+    // caches, instead of jumping across the spin and hardware loops.
+    if climb.spin_ns > 0 {
+        if let Some(v) = spin_tier(&mut climb, pred) {
+            return climb.finish(v, Ended::Spin);
+        }
     }
     if let Some(hw) = hw.filter(|_| climb.pol.hw_ns > 0 && climb.can_help) {
         if let Some(v) = hardware_tier(&mut climb, hw, pred) {
@@ -364,6 +370,7 @@ fn climb_word<'a, W: Word<'a>>(
 
 /// Tier 1: a bounded spin, skipped when the budget is 0 (or spinning cannot help).
 /// Records on the cell whether it caught the change.
+#[inline(never)]
 fn spin_tier<'a, W: Word<'a>>(
     c: &mut Climb<'a, W>,
     pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
@@ -411,6 +418,7 @@ fn spin_tier<'a, W: Word<'a>>(
 
 /// Tier 2: episodes of `hw` until the predicate holds, the tier's budget ends, or the
 /// tier yields the CPU.
+#[inline(never)]
 fn hardware_tier<'a, W: Word<'a>>(
     c: &mut Climb<'a, W>,
     hw: &impl HardwareWait,
@@ -499,6 +507,8 @@ fn park_tier<'a, W: Word<'a>>(
 
 /// One round of a waiter that never parks: spin, then give the CPU back, so that a
 /// partner waiting for this CPU gets it at least between rounds.
+#[cold]
+#[inline(never)]
 fn no_park_round<'a, W: Word<'a>>(
     c: &Climb<'a, W>,
     pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
