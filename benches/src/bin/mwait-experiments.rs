@@ -27,6 +27,12 @@
 //!   `ROUNDS` rounds per gap (8 unless given; 400 ms or 200 gaps, the longer) that swap which pair runs on
 //!   the calling thread; per gap the median ratio of the two waiters' CPU per wake,
 //!   its range, and the medians of each one's CPU per wake.
+//! - `pattern-switch`: one default WaitCell that sees both patterns in turn: a
+//!   ping-pong on CPUs 0 and 1 (the cell carries the answers), then a producer that
+//!   stores into it every millisecond, twice over; per phase the cell's wait
+//!   statistics (where its waits ended, hand-off spins), and the round-trip p50 or
+//!   the waiter's CPU per wake. Shows the cell moving from spinning to parking at
+//!   once and back.
 //! - `atomic`: waits on bare atomics (`mwait::atomic`): ns per store-and-wake of an
 //!   unwaited word, alone in its bucket and beside a parked waiter of the bucket, and
 //!   atomic-wait's; ping-pong p50 of two `AtomicU32`s, a WaitCell, PAUSE and
@@ -303,6 +309,79 @@ fn long_wait_beside(rounds: usize, name: &str) {
     }
 }
 
+/// `pattern-switch`: see the module docs.
+fn pattern_switch() {
+    use mwait::WaitCell;
+    use std::sync::Arc;
+    const ROUND_TRIPS: u32 = 200_000;
+    const SLOW_VALUES: u32 = 300;
+    const GAP: Duration = Duration::from_millis(1);
+    // `a` is the cell under test: the main thread waits on it in every phase.
+    let (a, b) = (Arc::new(WaitCell::new(0)), Arc::new(WaitCell::new(0)));
+    let mut next = 0u32;
+    mwait_support::pin_to_cpu(0);
+    for phase in 0..4 {
+        let before = a.stats();
+        let from = next;
+        if phase % 2 == 0 {
+            let to = from + ROUND_TRIPS;
+            let partner = {
+                let (a, b) = (a.clone(), b.clone());
+                std::thread::spawn(move || {
+                    mwait_support::pin_to_cpu(1);
+                    let mut i = from;
+                    while i < to {
+                        i = b.wait_until(|v| v > i);
+                        a.store(i);
+                    }
+                })
+            };
+            let mut samples = Vec::new();
+            while next < to {
+                let t0 = Instant::now();
+                for _ in 0..16 {
+                    next += 1;
+                    b.store(next);
+                    a.wait_until(|v| v >= next);
+                }
+                samples.push(duration_ns(t0.elapsed()) / 16);
+            }
+            partner.join().unwrap();
+            println!(
+                "phase {phase}, ping-pong: round trip p50 {:.0} ns; cell: {}",
+                stats(&mut samples).p50,
+                a.stats().since(&before)
+            );
+        } else {
+            let to = from + SLOW_VALUES;
+            let producer = {
+                let a = a.clone();
+                std::thread::spawn(move || {
+                    mwait_support::pin_to_cpu(1);
+                    for v in from + 1..=to {
+                        std::thread::sleep(GAP);
+                        a.store(v);
+                    }
+                })
+            };
+            let cpu0 = mwait_support::thread_cpu_time();
+            while next < to {
+                next += 1;
+                a.wait_until(|v| v >= next);
+            }
+            let cpu = mwait_support::thread_cpu_time() - cpu0;
+            producer.join().unwrap();
+            println!(
+                "phase {phase}, a store every {} us: waiter CPU per wake {:.0} ns; cell: {}",
+                GAP.as_micros(),
+                duration_ns(cpu) as f64 / f64::from(SLOW_VALUES),
+                a.stats().since(&before)
+            );
+        }
+    }
+    mwait_support::unpin();
+}
+
 /// `atomic`: see the module docs.
 fn atomic() {
     use mwait_benches::atomic as a;
@@ -366,6 +445,7 @@ fn main() {
         ["long-wait-beside"] => long_wait_beside(8, "waitcell"),
         ["long-wait-beside", n] => long_wait_beside(n.parse().expect("rounds"), "waitcell"),
         ["long-wait-beside", n, name] => long_wait_beside(n.parse().expect("rounds"), name),
+        ["pattern-switch"] => pattern_switch(),
         ["atomic"] => atomic(),
         ["executor", workload, side, secs] => {
             executor(workload, side, secs.parse().expect("seconds"))
@@ -377,7 +457,7 @@ fn main() {
             eprintln!(
                 "usage: mwait-experiments first-recheck | windows [SECONDS] | pinned-wake \
                  | interference-wake IMPL... | waiter-cpu GAP_US IMPL... \
-                 | long-wait-beside [ROUNDS [IMPL]] | atomic \
+                 | long-wait-beside [ROUNDS [IMPL]] | pattern-switch | atomic \
                  | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS"
             );
             std::process::exit(2);
