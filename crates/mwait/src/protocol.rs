@@ -567,14 +567,14 @@ impl MonitorLine {
         // (a count left behind would send every later notify to the slow path and
         // keep `FENCED` set for ever).
         let tag = epoch_tag(s);
-        let old = match self
-            .state
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |st| {
-                Some(announced(st, tag))
-            }) {
-            Ok(old) | Err(old) => old,
-        }; // (3)
-        let _counted = Announced { line: self, tag };
+        let old = self.announce(tag); // (3)
+        let _counted = Announced {
+            line: self,
+            tag,
+            // What a lone waiter's withdrawal most likely finds: its own
+            // announcement, and the mark of the notify that woke it.
+            guess: announced(old, tag) | WOKEN,
+        };
         if replaces_foreign_count(old, tag) {
             // A thread of an ancestor process's count may be asleep here (it forked
             // during its park): its count is gone, so it must re-check and announce
@@ -602,6 +602,32 @@ impl MonitorLine {
             let _ = self.relay(s);
         }
         Err(slept)
+    }
+
+    /// The announcement (3) of a parking waiter under the fork tag `tag`: a
+    /// `SeqCst` read-modify-write that counts it; returns the state before it.
+    ///
+    /// The compare-exchanges start from a guess, the state of a cell whose waiters
+    /// park for every value, between two parks (`FENCED`, nobody counted), not from
+    /// a load: after a long sleep the line is no longer in this core's cache, and a
+    /// load would fetch it shared before the exchange fetched it again to write. A
+    /// wrong guess costs one exchange that fails, with the line then in this core's
+    /// cache for the next; the exchanges that succeed are those of a plain
+    /// read-modify-write loop, so nothing of the protocol changes.
+    #[inline]
+    fn announce(&self, tag: u32) -> u32 {
+        let mut st = FENCED;
+        loop {
+            match self.state.compare_exchange_weak(
+                st,
+                announced(st, tag),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(old) => return old,
+                Err(now) => st = now,
+            }
+        }
     }
 
     /// A turn in a wake tree (see "A wake tree"), a woken waiter's or the notifier's:
@@ -737,6 +763,11 @@ impl MonitorLine {
 struct Announced<'a> {
     line: &'a MonitorLine,
     tag: u32,
+    /// The state the withdrawal's first compare-exchange expects, instead of a load
+    /// (as in [`MonitorLine::announce`]: the notifier that woke us last wrote the
+    /// line, and a load would fetch it from the notifier's cache only for the
+    /// exchange to fetch it again).
+    guess: u32,
 }
 
 impl Drop for Announced<'_> {
@@ -744,13 +775,28 @@ impl Drop for Announced<'_> {
     fn drop(&mut self) {
         // The last one out takes the count's fork tag with it; a count under another
         // tag (or none left) is not ours to take from.
-        let tag = self.tag;
-        let _ = self
-            .line
-            .state
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |st| {
-                withdrawn(st, tag)
-            });
+        let (state, tag) = (&self.line.state, self.tag);
+        let mut st = self.guess;
+        let mut guessed = true;
+        loop {
+            let Some(new) = withdrawn(st, tag) else {
+                if guessed {
+                    // The guess says there is nothing to take: only the state
+                    // itself may say so.
+                    st = state.load(Ordering::Relaxed);
+                    guessed = false;
+                    continue;
+                }
+                return;
+            };
+            match state.compare_exchange_weak(st, new, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(now) => {
+                    st = now;
+                    guessed = false;
+                }
+            }
+        }
     }
 }
 

@@ -193,15 +193,51 @@ fn a_withdrawal_takes_only_from_its_own_tag_s_count() {
     drop(Announced {
         line: &line,
         tag: other,
+        guess: other | 1,
     });
     assert_eq!(line.state.load(Ordering::Relaxed), tag | 1, "kept");
     line.state.store(0, Ordering::Relaxed);
     drop(Announced {
         line: &line,
         tag: other,
+        guess: other | 1,
     });
     assert_eq!(line.state.load(Ordering::Relaxed), 0, "no underflow");
     assert_eq!(line.parked(), 0);
+}
+
+/// The announcement and the withdrawal start their compare-exchanges from a guess
+/// instead of a load: right or wrong, the state they leave is the plain
+/// read-modify-write's.
+#[test]
+fn a_guessed_announcement_and_withdrawal_leave_the_state_a_plain_update_would() {
+    let s = Sleepers::new(false, false);
+    let tag = epoch_tag(&s);
+    for before in [
+        0,
+        FENCED,
+        FENCED | tag | 2,
+        tag | 1 | WOKEN,
+        (IDLE_ONE * 3) | FENCED,
+    ] {
+        for guess in [0, FENCED | tag | 1 | WOKEN, before, before | WOKEN] {
+            let (line, _) = cell();
+            line.state.store(before, Ordering::Relaxed);
+            assert_eq!(line.announce(tag), before, "the state before (3)");
+            let counted = announced(before, tag);
+            assert_eq!(line.state.load(Ordering::Relaxed), counted);
+            drop(Announced {
+                line: &line,
+                tag,
+                guess,
+            });
+            assert_eq!(
+                line.state.load(Ordering::Relaxed),
+                withdrawn(counted, tag).unwrap(),
+                "before {before:#x}, guess {guess:#x}"
+            );
+        }
+    }
 }
 
 #[test]
