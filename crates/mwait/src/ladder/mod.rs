@@ -307,7 +307,19 @@ pub(crate) fn run(
     deadline: Option<u64>,
     policy: &WaitPolicy,
 ) -> Outcome {
-    run_word(cell.word(), cell.learning(), pred, deadline, policy)
+    // The ladder in this function's own body, not through a call of `run_word`: a
+    // wait that parks at once comes back through one frame less (and one call
+    // through the GOT less), on code that its sleep took from the caches.
+    let pol = policy.resolve();
+    let hw = pol.hw;
+    climb_word(
+        cell.word(),
+        cell.learning(),
+        pred,
+        deadline,
+        pol,
+        hw.as_ref(),
+    )
 }
 
 /// [`run`] on any [`Word`], learning and counting in `learning`.
