@@ -198,9 +198,9 @@ fn targets(r: &ClientsRuns) -> Vec<Target> {
         Bound::AtMost(1.2),
     ));
     t.push(in_process_target(
-        "clients: idle block_on CPU, fresh thread, <= 1.2x stock's",
+        "clients: idle block_on CPU, fresh thread, <= 1.1x stock's",
         &r.idle_fresh,
-        Bound::AtMost(1.2),
+        Bound::AtMost(1.1),
     ));
     t
 }

@@ -319,9 +319,9 @@ fn targets(runs: &ColdRuns) -> Vec<Target> {
             )
         });
         t.push(in_process_target(
-            &format!("cold pingpong, {label}: steady p50 <= 1.1x pause"),
+            &format!("cold pingpong, {label}: steady p50 <= 1.05x pause"),
             &runs.series(s, "waitcell", "steady_vs_pause"),
-            Bound::AtMost(1.1),
+            Bound::AtMost(1.05),
         ));
     }
     t.push(ratio(
@@ -332,9 +332,9 @@ fn targets(runs: &ColdRuns) -> Vec<Target> {
         "cold same_cpu steady p50 <= 1.2x futex".into(),
     ));
     t.push(in_process_target(
-        "cold long_wait waiter CPU <= 1.2x futex",
+        "cold long_wait waiter CPU <= 1.05x futex",
         &runs.series(Scenario::LongWait, "waitcell", "cpu_vs_futex"),
-        Bound::AtMost(1.2),
+        Bound::AtMost(1.05),
     ));
     t.push(ratio_target(
         "cold barrier faster than std Barrier (steady ns per episode)",

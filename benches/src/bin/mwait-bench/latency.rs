@@ -17,9 +17,9 @@ pub fn pingpong(o: &mut Out, ctx: &Ctx) {
     round_trips(o, ctx, Placement::TwoCpus);
     let interleaved = pingpong_beside_pause(o, ctx);
     o.target(in_process_target(
-        "pingpong p50 <= 1.1x pause (interleaved with it)",
+        "pingpong p50 <= 1.05x pause (interleaved with it)",
         &interleaved,
-        Bound::AtMost(1.1),
+        Bound::AtMost(1.05),
     ));
 }
 
@@ -302,9 +302,9 @@ fn long_wait_table(o: &mut Out, ctx: &Ctx) -> Vec<f64> {
 pub fn long_wait(o: &mut Out, ctx: &Ctx) {
     let beside = long_wait_table(o, ctx);
     o.target(in_process_target(
-        "long_wait waiter CPU <= 1.2x futex (beside it)",
+        "long_wait waiter CPU <= 1.05x futex (beside it)",
         &beside,
-        Bound::AtMost(1.2),
+        Bound::AtMost(1.05),
     ));
 }
 
