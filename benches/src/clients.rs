@@ -94,6 +94,11 @@ pub const IDLE_WAIT: Duration = Duration::from_millis(200);
 /// false: it ran one short wait first) or on a new thread whose first `block_on`
 /// this is (`fresh` true).
 pub fn idle_block_on_cpu(block_on: BlockOn, fresh: bool) -> u64 {
+    idle_block_on_cpu_for(block_on, fresh, IDLE_WAIT)
+}
+
+/// [`idle_block_on_cpu`] with a wait of `wait` in place of [`IDLE_WAIT`].
+pub fn idle_block_on_cpu_for(block_on: BlockOn, fresh: bool, wait: Duration) -> u64 {
     let measure = move || {
         let (tx, rx) = async_channel::bounded::<()>(1);
         if !fresh {
@@ -108,7 +113,7 @@ pub fn idle_block_on_cpu(block_on: BlockOn, fresh: bool) -> u64 {
             t.join().expect("the sender thread");
         }
         let sender = thread::spawn(move || {
-            thread::sleep(IDLE_WAIT);
+            thread::sleep(wait);
             tx.send_blocking(()).expect("the waiter runs");
         });
         let cpu0 = thread_cpu_time();

@@ -47,6 +47,11 @@
 //!   (`spawn_one`, `yield_now`, `channels`) on one side (`stock` or `mwait`) alone
 //!   for `SECONDS`: the median ns per iteration and the process's CPU time and
 //!   context switches per iteration, to run under `strace -f -c` side by side.
+//! - `fresh-idle [WAIT_MS [PAIRS]]`: the bench's idle `block_on` (`clients`), each
+//!   wait `WAIT_MS` (200) long, on threads whose first wait it is and on threads that
+//!   waited before: `PAIRS` (41) of each kind, stock and mwait in turns (the first
+//!   side alternating); per kind the median CPU of each side, the median of the
+//!   pairs' ratios and the ratio of the medians.
 //!
 //! To get the "before" side of a comparison, copy this file into a checkout of the
 //! earlier commit (it uses only the harness's public functions) and run it there.
@@ -425,6 +430,35 @@ fn atomic() {
     );
 }
 
+fn fresh_idle(wait: Duration, pairs: usize) {
+    use mwait_benches::clients::{idle_block_on_cpu_for, SIDES};
+    // The process's one-time work (detection, the selection's self-test, the first
+    // allocations) on a thread of its own, not in the first pair.
+    for (_, b) in SIDES {
+        idle_block_on_cpu_for(b, true, Duration::from_millis(1));
+    }
+    for (kind, fresh) in [("fresh thread", true), ("warm thread", false)] {
+        let mut cpu: [Vec<f64>; 2] = Default::default();
+        let mut ratios = Vec::new();
+        for p in 0..pairs {
+            let mut pair = [0.0; 2];
+            for k in [p % 2, 1 - p % 2] {
+                pair[k] = idle_block_on_cpu_for(SIDES[k].1, fresh, wait) as f64;
+                cpu[k].push(pair[k]);
+            }
+            ratios.push(pair[1] / pair[0]);
+        }
+        let (s, m) = (median(&cpu[0]), median(&cpu[1]));
+        println!(
+            "{kind}, {} ms idle block_on, {pairs} pairs: stock {s:.0} ns, mwait {m:.0} ns of CPU; \
+             median of the pairs' ratios {:.3}x, ratio of the medians {:.3}x",
+            wait.as_millis(),
+            median(&ratios),
+            m / s
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     // The compute workers of `pinned-wake` and `interference-wake` run in a process
@@ -453,12 +487,19 @@ fn main() {
         ["broadcast", rounds, ref names @ ..] if !names.is_empty() => {
             broadcast(names, rounds.parse().expect("rounds"))
         }
+        ["fresh-idle"] => fresh_idle(Duration::from_millis(200), 41),
+        ["fresh-idle", ms] => fresh_idle(Duration::from_millis(ms.parse().expect("ms")), 41),
+        ["fresh-idle", ms, pairs] => fresh_idle(
+            Duration::from_millis(ms.parse().expect("ms")),
+            pairs.parse().expect("pairs"),
+        ),
         _ => {
             eprintln!(
                 "usage: mwait-experiments first-recheck | windows [SECONDS] | pinned-wake \
                  | interference-wake IMPL... | waiter-cpu GAP_US IMPL... \
                  | long-wait-beside [ROUNDS [IMPL]] | pattern-switch | atomic \
-                 | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS"
+                 | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS \
+                 | fresh-idle [WAIT_MS [PAIRS]]"
             );
             std::process::exit(2);
         }
