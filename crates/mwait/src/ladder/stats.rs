@@ -13,16 +13,18 @@
 //!   would be one cache line written by every waiting thread of the process: on a
 //!   machine with many cores it would bounce between them on every wait. Sharding by
 //!   CPU would still need locked adds (two threads can share a CPU's shard); a
-//!   thread's block has one writer, so relaxed stores are exact there. A block is
-//!   registered once per thread, under a lock, and folded into the retired totals
-//!   when its thread exits, so the counts of threads that are gone stay in the sum.
+//!   thread's block has one writer, so relaxed stores are exact there. A thread
+//!   claims a block of a fixed table with one compare-exchange at its first count (no
+//!   allocation, no lock), and folds it into the retired totals when it exits, so the
+//!   counts of threads that are gone stay in the sum.
 
 use super::{estimate, Ended};
 use crate::sys::counters::WAIT_STATS;
 use std::fmt;
 use std::sync::atomic::AtomicU32;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 /// The counters, by index.
@@ -290,6 +292,12 @@ impl Counters {
     fn read(&self) -> [u64; COUNTERS] {
         std::array::from_fn(|i| self.0[i].load(Relaxed))
     }
+
+    fn clear(&self) {
+        for c in &self.0 {
+            c.store(0, Relaxed);
+        }
+    }
 }
 
 /// One cell's counters, in its waiter line: 32-bit, so that the eight of them take
@@ -380,67 +388,152 @@ pub(crate) const INLINE_BATCH: u64 = 64;
 #[repr(align(128))]
 struct Block(Counters);
 
-/// The live threads' blocks and the totals of the threads that exited.
-struct ThreadBlocks {
-    inner: Mutex<ThreadBlocksInner>,
+/// Blocks per [`Chunk`]: the bits of its claim word.
+const CHUNK_BLOCKS: usize = 64;
+
+/// A fixed set of blocks, each claimed by a thread with one compare-exchange on the
+/// chunk's claim word. The registry's first chunk is a static; a chunk whose blocks
+/// are all claimed leads to the next, made once and kept for the life of the
+/// process (so there are never more chunks than the most blocks ever claimed at
+/// once need).
+struct Chunk {
+    /// Bit `i` is set while block `i` belongs to a live thread.
+    claimed: AtomicU64,
+    /// The chunk after this one, made by the first thread that found every block
+    /// claimed.
+    next: OnceLock<Box<Chunk>>,
+    blocks: [Block; CHUNK_BLOCKS],
 }
 
-struct ThreadBlocksInner {
-    live: Vec<Arc<Block>>,
-    retired: [u64; COUNTERS],
+impl Chunk {
+    const fn new() -> Chunk {
+        Chunk {
+            claimed: AtomicU64::new(0),
+            next: OnceLock::new(),
+            blocks: [const { Block(Counters::new()) }; CHUNK_BLOCKS],
+        }
+    }
+
+    /// Claims a free block of this chunk, if it has one. A released block's counters
+    /// were zeroed before its bit was cleared, and the `Acquire` here orders that
+    /// before the new owner's counts.
+    fn claim(&self) -> Option<usize> {
+        let mut bits = self.claimed.load(Relaxed);
+        while bits != u64::MAX {
+            let i = (!bits).trailing_zeros();
+            match self
+                .claimed
+                .compare_exchange_weak(bits, bits | 1 << i, Acquire, Relaxed)
+            {
+                Ok(_) => return Some(i as usize),
+                Err(now) => bits = now,
+            }
+        }
+        None
+    }
+
+    /// This chunk and the ones after it.
+    fn chain(&self) -> impl Iterator<Item = &Chunk> {
+        std::iter::successors(Some(self), |c| c.next.get().map(|b| &**b))
+    }
+}
+
+/// The blocks of the live threads and the totals of the threads that exited.
+///
+/// A thread claims its block on its first count, which comes as its first wait ends,
+/// often after an idle spell that left the code and data of an allocation and a lock
+/// cold: a compare-exchange on a claim word instead, with neither. Only an exiting
+/// thread and a reader of the sums take the lock:
+/// a thread folds its counts into the retired totals and zeroes its block under it,
+/// so a sum sees each count once, in the block or in the totals.
+struct ThreadBlocks {
+    first: Chunk,
+    retired: Mutex<[u64; COUNTERS]>,
+}
+
+/// A thread's claim on its block.
+#[derive(Clone, Copy)]
+struct Claim<'a> {
+    chunk: &'a Chunk,
+    index: usize,
+}
+
+impl Claim<'_> {
+    fn block(&self) -> &Block {
+        &self.chunk.blocks[self.index]
+    }
 }
 
 impl ThreadBlocks {
     const fn new() -> ThreadBlocks {
         ThreadBlocks {
-            inner: Mutex::new(ThreadBlocksInner {
-                live: Vec::new(),
-                retired: [0; COUNTERS],
-            }),
+            first: Chunk::new(),
+            retired: Mutex::new([0; COUNTERS]),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, ThreadBlocksInner> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, [u64; COUNTERS]> {
         // The lock guards plain sums that no panic can leave half-updated.
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        self.retired.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A new block, counted in the sum from now on.
-    fn register(&self) -> Arc<Block> {
-        let b = Arc::new(Block(Counters::new()));
-        self.lock().live.push(b.clone());
-        b
-    }
-
-    /// Folds `b`'s counts into the retired totals and forgets it (its thread exits).
-    fn retire(&self, b: &Arc<Block>) {
-        let counts = b.0.read();
-        let mut g = self.lock();
-        for (t, c) in g.retired.iter_mut().zip(counts) {
-            *t = t.wrapping_add(c);
+    /// A free block, counted in the sum from now on: the first free one of the
+    /// first chunk that has one, a new chunk after the last when none has.
+    fn register(&self) -> Claim<'_> {
+        let mut chunk = &self.first;
+        loop {
+            if let Some(index) = chunk.claim() {
+                return Claim { chunk, index };
+            }
+            chunk = chunk.next.get_or_init(|| Box::new(Chunk::new()));
         }
-        g.live.retain(|x| !Arc::ptr_eq(x, b));
     }
 
-    /// The retired totals plus every live block.
+    /// Folds the claim's counts into the retired totals, zeroes its block and frees
+    /// it for the next thread (its thread exits).
+    fn retire(&self, c: &Claim<'_>) {
+        let b = c.block();
+        let mut g = self.lock();
+        for (t, n) in g.iter_mut().zip(b.0.read()) {
+            *t = t.wrapping_add(n);
+        }
+        b.0.clear();
+        c.chunk.claimed.fetch_and(!(1 << c.index), Release);
+    }
+
+    /// The retired totals plus every claimed block.
     fn sum(&self) -> [u64; COUNTERS] {
         let g = self.lock();
-        let mut s = g.retired;
-        for b in &g.live {
-            for (t, c) in s.iter_mut().zip(b.0.read()) {
-                *t = t.wrapping_add(c);
+        let mut s = *g;
+        for chunk in self.first.chain() {
+            let bits = chunk.claimed.load(Acquire);
+            for (i, b) in chunk.blocks.iter().enumerate() {
+                if bits & (1 << i) != 0 {
+                    for (t, c) in s.iter_mut().zip(b.0.read()) {
+                        *t = t.wrapping_add(c);
+                    }
+                }
             }
         }
         s
+    }
+
+    /// How many blocks are claimed.
+    #[cfg(test)]
+    fn live(&self) -> u32 {
+        self.first
+            .chain()
+            .map(|c| c.claimed.load(Relaxed).count_ones())
+            .sum()
     }
 }
 
 /// This process's registry of thread blocks.
 static THREADS: ThreadBlocks = ThreadBlocks::new();
 
-/// A thread's handle on its block: registers it on first use, retires it when the
+/// A thread's handle on its block: claims it on first use, retires it when the
 /// thread exits.
-struct ThreadBlock(Arc<Block>);
+struct ThreadBlock(Claim<'static>);
 
 impl Drop for ThreadBlock {
     fn drop(&mut self) {
@@ -457,7 +550,7 @@ std::thread_local! {
 /// returned).
 #[inline]
 fn bump_thread(i: usize) -> u64 {
-    BLOCK.try_with(|b| b.0 .0.bump(i)).unwrap_or(0)
+    BLOCK.try_with(|b| b.0.block().0.bump(i)).unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -62,7 +62,7 @@ fn inline_endings_reach_the_cell_in_batches_and_the_thread_exactly() {
     let c = CellStats::new();
     std::thread::scope(|s| {
         s.spawn(|| {
-            let thread = || BLOCK.with(|b| b.0 .0.read()[INLINE_SPIN]);
+            let thread = || BLOCK.with(|b| b.0.block().0.read()[INLINE_SPIN]);
             for _ in 0..INLINE_BATCH - 1 {
                 c.record(Ended::Inline);
             }
@@ -89,16 +89,16 @@ fn a_registry_keeps_the_counts_of_exited_threads() {
     let r = ThreadBlocks::new();
     let a = r.register();
     let b = r.register();
-    a.0.bump(SPIN);
-    a.0.bump(SPIN);
-    b.0.bump(PARK);
+    a.block().0.bump(SPIN);
+    a.block().0.bump(SPIN);
+    b.block().0.bump(PARK);
     assert_eq!(r.sum()[SPIN], 2);
     assert_eq!(r.sum()[PARK], 1);
     r.retire(&a);
-    b.0.bump(PARK);
+    b.block().0.bump(PARK);
     let s = r.sum();
     assert_eq!((s[SPIN], s[PARK]), (2, 2));
-    assert_eq!(r.lock().live.len(), 1);
+    assert_eq!(r.live(), 1);
     r.retire(&b);
     assert_eq!(r.sum(), {
         let mut want = [0; COUNTERS];
@@ -106,7 +106,69 @@ fn a_registry_keeps_the_counts_of_exited_threads() {
         want[PARK] = 2;
         want
     });
-    assert!(r.lock().live.is_empty());
+    assert_eq!(r.live(), 0);
+}
+
+/// More live threads than a chunk holds spill into a second chunk; a retired block is
+/// handed out again, emptied, and the sum stays exact throughout.
+#[test]
+fn a_registry_grows_past_a_chunk_and_reuses_retired_blocks() {
+    let r = ThreadBlocks::new();
+    let claims: Vec<_> = (0..=CHUNK_BLOCKS).map(|_| r.register()).collect();
+    assert_eq!(r.live(), CHUNK_BLOCKS as u32 + 1);
+    let last = claims[CHUNK_BLOCKS];
+    assert!(
+        !std::ptr::eq(last.chunk, &r.first),
+        "the last claim is in a new chunk"
+    );
+    assert_eq!(r.first.chain().count(), 2);
+    for (k, c) in claims.iter().enumerate() {
+        for _ in 0..k {
+            c.block().0.bump(PARK);
+        }
+    }
+    let total = (CHUNK_BLOCKS * (CHUNK_BLOCKS + 1) / 2) as u64;
+    assert_eq!(r.sum()[PARK], total);
+    // Block 5 of the first chunk leaves; the next claim gets it back, empty.
+    r.retire(&claims[5]);
+    assert_eq!(r.sum()[PARK], total);
+    let again = r.register();
+    assert!(std::ptr::eq(again.chunk, &r.first) && again.index == claims[5].index);
+    assert_eq!(again.block().0.read(), [0; COUNTERS]);
+    again.block().0.bump(PARK);
+    assert_eq!(r.sum()[PARK], total + 1);
+    assert_eq!(r.first.chain().count(), 2, "no third chunk");
+}
+
+/// Threads that claim, count and retire at once lose no count and claim no block
+/// twice.
+#[test]
+fn racing_threads_claim_distinct_blocks_and_lose_no_count() {
+    static R: ThreadBlocks = ThreadBlocks::new();
+    const THREADS_N: usize = 8;
+    const ROUNDS: u64 = 200;
+    let before = R.sum()[SPIN];
+    let seen: Vec<_> = (0..THREADS_N)
+        .map(|_| {
+            std::thread::spawn(|| {
+                for n in 0..ROUNDS {
+                    let c = R.register();
+                    // A block another live thread holds would not start at zero.
+                    assert_eq!(c.block().0.read()[SPIN], 0);
+                    for _ in 0..=n % 3 {
+                        c.block().0.bump(SPIN);
+                    }
+                    R.retire(&c);
+                }
+            })
+        })
+        .collect();
+    for t in seen {
+        t.join().unwrap();
+    }
+    let per_thread: u64 = (0..ROUNDS).map(|n| n % 3 + 1).sum();
+    assert_eq!(R.sum()[SPIN] - before, per_thread * THREADS_N as u64);
+    assert_eq!(R.live(), 0);
 }
 
 #[test]
@@ -122,7 +184,7 @@ fn the_process_sum_includes_threads_that_exited() {
                     c.record(Ended::TimedOut);
                 }
                 // This thread's own block saw every count: one writer, no loss.
-                let own = BLOCK.with(|b| b.0 .0.read()[TIMEOUT]);
+                let own = BLOCK.with(|b| b.0.block().0.read()[TIMEOUT]);
                 assert_eq!(own, PER_THREAD);
             })
         })
