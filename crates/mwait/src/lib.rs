@@ -23,6 +23,7 @@ mod shared;
 mod sys;
 #[cfg(all(test, mwait_loom))]
 mod tests;
+mod thread;
 
 pub use backend::{Backend, CState};
 pub use barrier::Barrier;

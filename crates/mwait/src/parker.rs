@@ -26,6 +26,7 @@
 use crate::cell::WaitCell;
 use crate::policy::WaitPolicy;
 use crate::primitive::Ordering;
+use crate::thread::THREAD;
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::future::Future;
@@ -367,10 +368,9 @@ impl From<Unparker> for Waker {
     }
 }
 
-thread_local! {
-    /// The thread's parker and its waker for [`block_on`], made on the first call.
-    static BLOCK_ON: RefCell<Option<(Parker, Waker)>> = const { RefCell::new(None) };
-}
+/// The thread's parker and its waker for [`block_on`], made on the first call; kept
+/// in the thread's [`ThreadState`](crate::thread::ThreadState).
+pub(crate) type BlockOnSlot = RefCell<Option<(Parker, Waker)>>;
 
 /// Runs `future` to completion on this thread, parking on a [`Parker`] while it is
 /// pending.
@@ -401,8 +401,8 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
     // Not nested: the thread's parker, made now if this is its first call, and put
     // back afterwards (a panic in the future drops it; the next call makes another).
     // Nested, or in a thread-local destructor: a parker of its own.
-    let (parker, waker) = BLOCK_ON
-        .try_with(RefCell::take)
+    let (parker, waker) = THREAD
+        .try_with(|t| t.block_on.take())
         .ok()
         .flatten()
         .unwrap_or_else(|| {
@@ -419,6 +419,6 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
         parker.park();
     };
     // In a thread-local destructor the slot is gone and the pair drops here.
-    let _ = BLOCK_ON.try_with(|slot| slot.replace(Some((parker, waker))));
+    let _ = THREAD.try_with(|t| t.block_on.replace(Some((parker, waker))));
     out
 }

@@ -20,6 +20,8 @@
 
 use super::{estimate, Ended};
 use crate::sys::counters::WAIT_STATS;
+use crate::thread::THREAD;
+use std::cell::Cell;
 use std::fmt;
 use std::sync::atomic::AtomicU32;
 use std::sync::atomic::AtomicU64;
@@ -531,18 +533,47 @@ impl ThreadBlocks {
 /// This process's registry of thread blocks.
 static THREADS: ThreadBlocks = ThreadBlocks::new();
 
-/// A thread's handle on its block: claims it on first use, retires it when the
-/// thread exits.
-struct ThreadBlock(Claim<'static>);
+/// A thread's handle on its block, kept in the thread's [`ThreadState`]: claims the
+/// block at the thread's first count, retires it when the thread exits.
+///
+/// [`ThreadState`]: crate::thread::ThreadState
+pub(crate) struct ThreadBlock(Cell<Option<Claim<'static>>>);
 
-impl Drop for ThreadBlock {
-    fn drop(&mut self) {
-        THREADS.retire(&self.0);
+impl ThreadBlock {
+    pub(crate) const fn new() -> ThreadBlock {
+        ThreadBlock(Cell::new(None))
+    }
+
+    /// The thread's block, claimed now if this is its first count.
+    #[inline]
+    fn block(&self) -> &'static Block {
+        let claim = match self.0.get() {
+            Some(c) => c,
+            None => self.claim(),
+        };
+        &claim.chunk.blocks[claim.index]
+    }
+
+    #[cold]
+    fn claim(&self) -> Claim<'static> {
+        let c = THREADS.register();
+        self.0.set(Some(c));
+        c
+    }
+
+    /// The thread's counts.
+    #[cfg(test)]
+    pub(crate) fn read(&self) -> [u64; COUNTERS] {
+        self.block().0.read()
     }
 }
 
-std::thread_local! {
-    static BLOCK: ThreadBlock = ThreadBlock(THREADS.register());
+impl Drop for ThreadBlock {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.get() {
+            THREADS.retire(&c);
+        }
+    }
 }
 
 /// Counts `i` in the calling thread's block; returns the block's new count of `i`.
@@ -550,7 +581,7 @@ std::thread_local! {
 /// returned).
 #[inline]
 fn bump_thread(i: usize) -> u64 {
-    BLOCK.try_with(|b| b.0.block().0.bump(i)).unwrap_or(0)
+    THREAD.try_with(|t| t.stats.block().0.bump(i)).unwrap_or(0)
 }
 
 #[cfg(test)]

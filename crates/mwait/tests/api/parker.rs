@@ -272,3 +272,90 @@ fn a_long_timed_park_sleeps() {
         "{cpu:?} of CPU over {wall:?}: it does not sleep"
     );
 }
+
+/// A future that is pending until a helper thread, started beforehand, has taken its
+/// waker and woken it: a `block_on` of it parks at least once, and needs no thread
+/// spawned where it runs (a thread-local destructor).
+struct WokenByHelper {
+    slot: Arc<std::sync::Mutex<Option<Waker>>>,
+    woken: Arc<AtomicBool>,
+}
+
+impl WokenByHelper {
+    fn new() -> (WokenByHelper, thread::JoinHandle<()>) {
+        let slot: Arc<std::sync::Mutex<Option<Waker>>> = Arc::default();
+        let woken = Arc::new(AtomicBool::new(false));
+        let helper = {
+            let (slot, woken) = (slot.clone(), woken.clone());
+            thread::spawn(move || loop {
+                if let Some(w) = slot.lock().unwrap().take() {
+                    woken.store(true, Ordering::Release);
+                    w.wake();
+                    return;
+                }
+                thread::sleep(Duration::from_millis(1));
+            })
+        };
+        (WokenByHelper { slot, woken }, helper)
+    }
+}
+
+impl Future for WokenByHelper {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.woken.load(Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        *self.slot.lock().unwrap() = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+/// Runs a `block_on` that parks when the thread's locals are destroyed, and counts it.
+struct BlockOnAtExit {
+    future: Option<WokenByHelper>,
+    done: Arc<AtomicU32>,
+}
+
+impl Drop for BlockOnAtExit {
+    fn drop(&mut self) {
+        if let Some(f) = self.future.take() {
+            block_on(f);
+            self.done.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+thread_local! {
+    static AT_EXIT: std::cell::RefCell<Option<BlockOnAtExit>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A `block_on` in a thread-local destructor finishes, whether the thread's own
+/// `block_on` state was made before that thread-local (and may be gone by then) or
+/// not at all (and is made, or not, while the thread exits).
+#[test]
+fn block_on_finishes_in_a_thread_local_destructor() {
+    let done = Arc::new(AtomicU32::new(0));
+    for wait_first in [false, true] {
+        let (future, helper) = WokenByHelper::new();
+        let d = done.clone();
+        thread::spawn(move || {
+            if wait_first {
+                let (f, h) = WokenByHelper::new();
+                block_on(f);
+                h.join().unwrap();
+            }
+            AT_EXIT.with(|s| {
+                *s.borrow_mut() = Some(BlockOnAtExit {
+                    future: Some(future),
+                    done: d,
+                })
+            });
+        })
+        .join()
+        .unwrap();
+        helper.join().unwrap();
+    }
+    assert_eq!(done.load(Ordering::SeqCst), 2);
+}

@@ -62,7 +62,7 @@ fn inline_endings_reach_the_cell_in_batches_and_the_thread_exactly() {
     let c = CellStats::new();
     std::thread::scope(|s| {
         s.spawn(|| {
-            let thread = || BLOCK.with(|b| b.0.block().0.read()[INLINE_SPIN]);
+            let thread = || THREAD.with(|t| t.stats.read()[INLINE_SPIN]);
             for _ in 0..INLINE_BATCH - 1 {
                 c.record(Ended::Inline);
             }
@@ -184,7 +184,7 @@ fn the_process_sum_includes_threads_that_exited() {
                     c.record(Ended::TimedOut);
                 }
                 // This thread's own block saw every count: one writer, no loss.
-                let own = BLOCK.with(|b| b.0.block().0.read()[TIMEOUT]);
+                let own = THREAD.with(|t| t.stats.read()[TIMEOUT]);
                 assert_eq!(own, PER_THREAD);
             })
         })
