@@ -511,11 +511,7 @@ impl MonitorLine {
             while self.relay(s) {}
             return;
         }
-        // The wake stamp, on this path only: it makes a system call anyway.
-        s.wake_stamp.store(
-            crate::sys::clock::now_ns(),
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        s.stamp_wake();
         // A wake of every sleeper reaches every waiter counted now that sleeps: the
         // bit says so to the notifies that follow, which then make no call (see "A
         // wake on its way"). A change since our look fails the exchange.
@@ -663,10 +659,7 @@ impl MonitorLine {
     /// go on with the tree: the sleepers left to wake are taken, and every sleeper is
     /// woken.
     fn relay_wake(&self, s: &Sleepers, k: u32) {
-        s.wake_stamp.store(
-            crate::sys::clock::now_ns(),
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        s.stamp_wake();
         if park::wake(&s.queue, &self.value, k, s.shared) < k as usize {
             s.relay.swap(0, Ordering::SeqCst);
             park::wake(&s.queue, &self.value, park::ALL, s.shared);

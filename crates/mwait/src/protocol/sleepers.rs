@@ -74,6 +74,16 @@ impl Sleepers {
         self.wake_stamp.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Records the clock right before a `futex_wake` of this cell's sleepers (the
+    /// slow path only: it makes a system call anyway).
+    #[inline]
+    pub(super) fn stamp_wake(&self) {
+        self.wake_stamp.store(
+            crate::sys::clock::now_ns(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
     /// The addresses of what a park reads (`shared`, `parker`, `relay`) and of the
     /// wake stamp, for the layout test of the cell.
     #[cfg(test)]
