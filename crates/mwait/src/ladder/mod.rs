@@ -310,21 +310,24 @@ pub(crate) fn run(
     // The ladder in this function's own body, not through a call of `run_word`: a
     // wait that parks at once comes back through one frame less (and one call
     // through the GOT less), on code that its sleep took from the caches.
-    let pol = policy.resolve();
-    let hw = pol.hw;
-    climb_word(
-        cell.word(),
-        cell.learning(),
-        pred,
-        deadline,
-        pol,
-        hw.as_ref(),
-    )
+    ladder(cell.word(), cell.learning(), pred, deadline, policy)
 }
 
 /// [`run`] on any [`Word`], learning and counting in `learning`.
 #[inline(never)]
 pub(crate) fn run_word<'a, W: Word<'a>>(
+    word: W,
+    learning: Learning<'a>,
+    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
+    deadline: Option<u64>,
+    policy: &WaitPolicy,
+) -> Outcome<ValueOf<'a, W>> {
+    ladder(word, learning, pred, deadline, policy)
+}
+
+/// The body of [`run`] and [`run_word`]: the policy resolved, then the climb.
+#[inline(always)]
+fn ladder<'a, W: Word<'a>>(
     word: W,
     learning: Learning<'a>,
     pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
