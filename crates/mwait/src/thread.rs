@@ -4,10 +4,11 @@
 //! Each thread-local with a destructor costs a thread a registration on its first
 //! use (glibc's `__cxa_thread_atexit_impl`: an allocation, the dynamic linker's lock
 //! and a search of the loaded objects). A new thread whose first wait is an idle
-//! `block_on` runs that code cold, and it ran it twice (the `block_on` slot before
-//! the park, the wait statistics' block after the wake-up), where futures-lite's
-//! `block_on` runs it once. One thread-local for both registers once
-//! (`docs/clients.md`, "A fresh thread's first idle `block_on`").
+//! `block_on` runs that code cold. It needs both the `block_on` slot (before the
+//! park) and the wait statistics' block (after the wake-up); kept apart they would
+//! register twice, where futures-lite's `block_on` registers once. One thread-local
+//! for both registers once (`docs/clients.md`, "A fresh thread's first idle
+//! `block_on`").
 
 use crate::ladder::stats::ThreadBlock;
 use crate::parker::BlockOnSlot;

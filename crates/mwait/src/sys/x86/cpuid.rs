@@ -26,11 +26,9 @@ pub(crate) fn tsc_hz_from_cpuid<R: raw_cpuid::CpuIdReader>(raw: &R) -> Option<u6
 
 /// A CPUID reader that asks `inner` once per leaf and subleaf and answers repeats
 /// from its memory, which its clones share. Under a hypervisor every CPUID
-/// instruction exits to it: a `perf` profile of a fresh process's detection on the
-/// 2-vCPU guest put two thirds of its 200 µs on the 18 CPUID instructions it ran, and
-/// four of those repeated a leaf (raw-cpuid reads leaves 0 and 0x8000_0000 for
-/// itself, and detection reads them again). Detection runs in the first wait of a
-/// process, on the waiting thread's time.
+/// instruction exits to it, and raw-cpuid reads leaves 0 and 0x8000_0000 for itself
+/// where detection reads them again. Detection runs in the first wait of a process,
+/// on the waiting thread's time (the figures: `docs/design-notes.md`).
 #[derive(Clone)]
 pub(crate) struct Memo<R> {
     inner: R,
