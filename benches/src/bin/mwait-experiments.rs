@@ -24,8 +24,8 @@
 //! - `long-wait-beside [ROUNDS [IMPL]]`: the `long_wait` comparison at three gaps
 //!   (200 µs, 1 ms, 5 ms): the default WaitCell's waiter (or `IMPL`'s) beside a
 //!   hand-written futex waiter, both pairs at once (`slow_producers_beside`), in
-//!   `ROUNDS` rounds per gap (8 unless given; 400 ms or 200 gaps, the longer) that swap which pair runs on
-//!   the calling thread; per gap the median ratio of the two waiters' CPU per wake,
+//!   `ROUNDS` rounds per gap (8 unless given; 400 ms or 200 gaps, the longer) that
+//!   swap which pair runs on the calling thread; per gap the median ratio of the two waiters' CPU per wake,
 //!   its range, and the medians of each one's CPU per wake.
 //! - `pattern-switch`: one default WaitCell that sees both patterns in turn: a
 //!   ping-pong on CPUs 0 and 1 (the cell carries the answers), then a producer that

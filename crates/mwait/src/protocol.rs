@@ -167,13 +167,14 @@
 //!
 //! The bit costs notifiers a fence while it is set, so notifiers that find nobody
 //! parked (and no async waiter armed) in their second look clear it, but only once
-//! [`FENCED_IDLE_NOTIFIES`](crate::primitive::FENCED_IDLE_NOTIFIES) of them have in a row: each such notify counts itself in
-//! `IDLE` bits of `state` with a compare-exchange from exactly the state it read, and
-//! the last one of the run replaces `FENCED` and the count by 0; a notify that wakes
-//! a parked waiter resets the count. A compare-exchange fails if a waiter has
-//! announced itself meanwhile, and a waiter that announces itself after the clearing
-//! sees no `FENCED` and runs `membarrier` again. (The count only delays the clearing:
-//! the argument above reads nothing but the `FENCED` bit and the announcements.)
+//! [`FENCED_IDLE_NOTIFIES`](crate::primitive::FENCED_IDLE_NOTIFIES) of them have in a
+//! row: each such notify counts itself in `IDLE` bits of `state` with a
+//! compare-exchange from exactly the state it read, and the last one of the run
+//! replaces `FENCED` and the count by 0; a notify that wakes a parked waiter resets the
+//! count. A compare-exchange fails if a waiter has announced itself meanwhile, and a
+//! waiter that announces itself after the clearing sees no `FENCED` and runs
+//! `membarrier` again. (The count only delays the clearing: the argument above reads
+//! nothing but the `FENCED` bit and the announcements.)
 //!
 //! Why a run and not the first such notify: a waiter that has just been woken is
 //! often not parked again by the time its partner answers it, and with the bit
@@ -270,16 +271,17 @@
 //! ## A wake on its way: the `WOKEN` bit
 //!
 //! A woken waiter stays counted until it runs and withdraws, which on a busy machine
-//! can be many microseconds after the wake. A writer that stores on every step (the
-//! two positions of a ring buffer, one store per message) would find the count on
-//! each of those stores and call `futex_wake` each time: a system call per message
-//! for sleepers that are already awake. So a notifier N that wakes every sleeper
-//! first sets `WOKEN` (and clears `SKIPPED`) with a compare-exchange on the state of
-//! its second look, then wakes. A notify M that finds `WOKEN` sets `SKIPPED` with a
-//! `SeqCst` read-modify-write that still finds `WOKEN`, and then makes no call; where
-//! its first look found the bit, that read-modify-write is its second look (it
-//! orders M's store before it and reads the latest state), with no fence before it. Every announcement (3) clears `WOKEN` in the read-modify-write
-//! that counts the waiter, and the last withdrawal clears both bits with the count.
+//! can be many microseconds after the wake. A writer that stores on every step (the two
+//! positions of a ring buffer, one store per message) would find the count on each of
+//! those stores and call `futex_wake` each time: a system call per message for sleepers
+//! that are already awake. So a notifier N that wakes every sleeper first sets `WOKEN`
+//! (and clears `SKIPPED`) with a compare-exchange on the state of its second look, then
+//! wakes. A notify M that finds `WOKEN` sets `SKIPPED` with a `SeqCst`
+//! read-modify-write that still finds `WOKEN`, and then makes no call; where its first
+//! look found the bit, that read-modify-write is its second look (it orders M's store
+//! before it and reads the latest state), with no fence before it. Every announcement
+//! (3) clears `WOKEN` in the read-modify-write that counts the waiter, and the last
+//! withdrawal clears both bits with the count.
 //!
 //! Why no wake is lost. Only the cell's parked waiters sleep on the value's address,
 //! and each is counted while it sleeps (a child of `fork()` and a process-shared cell

@@ -248,11 +248,11 @@ pub(crate) enum Woke {
     /// It woke a waiter that slept on another CPU: the answer it may wait for next
     /// comes after that waiter's wake-up (a hand-off).
     Partner,
-    /// It woke a waiter that slept on this thread's CPU, the one named: the pair
-    /// shares it. Where the policy opts in, the next wait leaves that CPU where
-    /// another one is free (`apart.rs`): a thread that goes on to wait (for its partner's answer, most
-    /// likely) is a pair worth separating; one that goes on with other work (a
-    /// producer that sleeps between values) is not moved.
+    /// It woke a waiter that slept on this thread's CPU, the one named: the pair shares
+    /// it. Where the policy opts in, the next wait leaves that CPU where another one is
+    /// free (`apart.rs`): a thread that goes on to wait (for its partner's answer, most
+    /// likely) is a pair worth separating; one that goes on with other work (a producer
+    /// that sleeps between values) is not moved.
     Beside(u32),
 }
 

@@ -198,8 +198,9 @@ std::thread_local! {
 }
 
 /// Whether the park about to start measures its wake-up latency (reads the clock
-/// before it and after it): every park while [`WAKE`] has fewer than [`WINDOW`](super::filter::WINDOW)
-/// samples, then one in [`WAKE_SAMPLE_EVERY`] of each thread. The other parks read
+/// before it and after it): every park while [`WAKE`] has fewer than
+/// [`WINDOW`](super::filter::WINDOW) samples, then one in [`WAKE_SAMPLE_EVERY`] of
+/// each thread. The other parks read
 /// no clock and leave the cell's wake stamp, which the notifier wrote, alone; once a
 /// thread has seen the window full, its parks no longer read [`WAKE`]'s line either
 /// (which every measured park of the process writes).

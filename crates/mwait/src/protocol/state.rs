@@ -70,10 +70,11 @@ pub(super) const fn replaces_foreign_count(state: u32, tag: u32) -> bool {
     state & PARKED_MASK != 0 && state & EPOCH_MASK != tag
 }
 
-/// The withdrawal of a parked waiter that announced itself under `tag`: one less in
-/// the count, and no tag, `WOKEN` nor `SKIPPED` once it is 0; `None` (nothing to change) when the count is
-/// not this waiter's to take from: it is 0, or it stands under another tag (its own
-/// was dropped, by a notifier or an announcement in a child of `fork()`).
+/// The withdrawal of a parked waiter that announced itself under `tag`: one less in the
+/// count, and no tag, `WOKEN` nor `SKIPPED` once it is 0; `None` (nothing to change)
+/// when the count is not this waiter's to take from: it is 0, or it stands under
+/// another tag (its own was dropped, by a notifier or an announcement in a child of
+/// `fork()`).
 pub(super) const fn withdrawn(state: u32, tag: u32) -> Option<u32> {
     if state & PARKED_MASK == 0 || state & EPOCH_MASK != tag {
         return None;
