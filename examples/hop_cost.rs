@@ -17,8 +17,9 @@
 //! So `cell-store` minus `pause` is what the notify costs per round trip, and `cell`
 //! minus `cell-store` what the wait path costs. The three share their memory because
 //! the round trip depends on where a line lives as well as on the CPUs: on the 16-vCPU
-//! guest two bare ping-pongs on two pairs of lines in one process differed by up to
-//! a quarter (see `parts`). A cycle runs the three in turn, each for [`ROUND_TRIPS`]
+//! guest a `WaitCell::store` ping-pong on one pair of cells read 23–30 ns per round
+//! trip below a bare-store ping-pong on another pair in two processes, and 47 ns above
+//! it in a third, of about 320 ns (`parts`). A cycle runs the three in turn, each for [`ROUND_TRIPS`]
 //! round trips, and prints the best chunk of each (ns per round trip); each line is
 //! one cycle. On a virtual machine the round trip of the *same* mechanism moves
 //! between a few levels within seconds (the host places the two vCPUs on one core,

@@ -615,8 +615,10 @@ pub const SLICE: Duration = Duration::from_millis(10);
 /// Where `pp` runs on two distinct pinned CPUs and its signals have words (a
 /// `WaitCell`'s value), the PAUSE slice runs on `pp`'s own threads and words
 /// ([`PingPong::set_pause`]): the round trip depends on where its two lines live as
-/// well as on the CPUs (on the 16-vCPU Intel guest two bare ping-pongs on two pairs
-/// of lines in one process differed by up to a quarter, `hop_cost parts`), so a
+/// well as on the CPUs (on the 16-vCPU Intel guest a `WaitCell::store` ping-pong on
+/// one pair of cells read 23–30 ns per round trip below a bare-store one on another
+/// pair in two processes and 47 ns above it in a third, of about 320 ns:
+/// `hop_cost parts`), so a
 /// baseline on other memory compared the mechanism with a luckier or unluckier
 /// pair of lines in every process. Otherwise the PAUSE slice is a fresh ping-pong
 /// on CPUs 0 and 1 while `pp`'s partner waits, parked or spinning as the mechanism
