@@ -27,6 +27,13 @@
 //!   `ROUNDS` rounds per gap (8 unless given; 400 ms or 200 gaps, the longer) that
 //!   swap which pair runs on the calling thread; per gap the median ratio of the two waiters' CPU per wake,
 //!   its range, and the medians of each one's CPU per wake.
+//! - `long-wait-trace pinned|unpinned ROUNDS WAKES GAP_US [IMPL BESIDE]`: where a
+//!   fresh waiter's CPU goes, wait by wait: two slow pairs at once (the default
+//!   WaitCell's and a hand-written futex's unless named), each a fresh cell and a
+//!   fresh waiter thread fed `WAKES` stores `GAP_US` µs apart, the pair started second
+//!   taking turns; per round the ratio of the two waiters' CPU, per mechanism the
+//!   median CPU of each of the first six waits and of the rest. `pinned` puts both
+//!   producers on CPU 0 and both waiters on CPU 1.
 //! - `pattern-switch`: one default WaitCell that sees both patterns in turn: a
 //!   ping-pong on CPUs 0 and 1 (the cell carries the answers), then a producer that
 //!   stores into it every millisecond, twice over; per phase the cell's wait
@@ -459,6 +466,119 @@ fn fresh_idle(wait: Duration, pairs: usize) {
     }
 }
 
+/// One slow pair of `long-wait-trace`: a fresh cell of `make` and a fresh waiter
+/// thread (pinned to CPU 1 where `pinned`, its producer, the calling thread, to CPU
+/// 0), `wakes` stores `gap` apart. Returns the waiter's CPU time in each wait, the
+/// first wait first.
+fn traced_pair(make: Make, gap: Duration, wakes: u32, pinned: bool) -> Vec<u64> {
+    use mwait_support::{pin_to_cpu, thread_cpu_time, unpin};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let sig: Arc<dyn mwait_benches::Signal> = Arc::from(make());
+    let stop = Arc::new(AtomicBool::new(false));
+    let waiter = {
+        let (sig, stop) = (sig.clone(), stop.clone());
+        std::thread::spawn(move || {
+            if pinned {
+                pin_to_cpu(1);
+            }
+            let mut cpu = Vec::with_capacity(wakes as usize + 2);
+            cpu.push(duration_ns(thread_cpu_time()));
+            let mut i = 0u32;
+            while !stop.load(Ordering::Acquire) {
+                i = sig.wait_ge(i + 1);
+                cpu.push(duration_ns(thread_cpu_time()));
+            }
+            cpu.windows(2).map(|w| w[1] - w[0]).collect::<Vec<u64>>()
+        })
+    };
+    if pinned {
+        pin_to_cpu(0);
+    }
+    for i in 1..=wakes {
+        std::thread::sleep(gap);
+        sig.set(i);
+    }
+    stop.store(true, Ordering::Release);
+    sig.set(wakes + 1);
+    if pinned {
+        unpin();
+    }
+    let mut per_wait = waiter.join().expect("the waiter does not panic");
+    // The last wait is the one that ends the run.
+    per_wait.truncate(wakes as usize);
+    per_wait
+}
+
+/// `long-wait-trace`: see the module docs.
+fn long_wait_trace(pinned: bool, rounds: usize, wakes: u32, gap_us: u64, names: [&str; 2]) {
+    const FIRST: usize = 6;
+    assert!(
+        wakes as usize > 2 * FIRST,
+        "at least {} wakes",
+        2 * FIRST + 1
+    );
+    let gap = Duration::from_micros(gap_us);
+    let makes = [make(names[0]), make(names[1])];
+    // Per round, each mechanism's CPU per wait, and whether the first one's pair
+    // was the one started second.
+    let mut runs: Vec<([Vec<u64>; 2], bool)> = Vec::new();
+    for r in 0..rounds {
+        let second = r % 2;
+        let first = makes[1 - second];
+        let other = std::thread::spawn(move || traced_pair(first, gap, wakes, pinned));
+        std::thread::sleep(gap / 2);
+        let mine = traced_pair(makes[second], gap, wakes, pinned);
+        let theirs = other.join().expect("the other pair does not panic");
+        let pair = if second == 0 {
+            [mine, theirs]
+        } else {
+            [theirs, mine]
+        };
+        runs.push((pair, second == 0));
+    }
+    let total = |v: &[u64]| v.iter().sum::<u64>() as f64;
+    let ratio = |p: &[Vec<u64>; 2]| total(&p[0]) / total(&p[1]);
+    let show = |second: bool| -> String {
+        runs.iter()
+            .filter(|(_, s)| *s == second)
+            .map(|(p, _)| format!("{:.2}", ratio(p)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let both_ways: Vec<f64> = runs
+        .chunks_exact(2)
+        .map(|c| (ratio(&c[0].0) * ratio(&c[1].0)).sqrt())
+        .collect();
+    println!(
+        "{} / {} waiter CPU, {rounds} rounds of {wakes} wakes {gap_us} us apart, {}:",
+        names[0],
+        names[1],
+        if pinned { "pinned" } else { "unpinned" }
+    );
+    println!("  per round, {} started second: {}", names[0], show(true));
+    println!("  per round, {} started first:  {}", names[0], show(false));
+    println!(
+        "  median of the two-way rounds' geometric means: {:.3}x",
+        median(&both_ways)
+    );
+    for (k, name) in names.iter().enumerate() {
+        let col = |f: &dyn Fn(&[u64]) -> f64| {
+            median(&runs.iter().map(|(p, _)| f(&p[k])).collect::<Vec<_>>())
+        };
+        let firsts: Vec<String> = (0..FIRST)
+            .map(|i| format!("{:.0}", col(&|v| v[i] as f64)))
+            .collect();
+        println!(
+            "  {name}: CPU per wait, waits 0..{FIRST}: {} ns; the rest {:.0} ns on average; \
+             in all {:.0} ns",
+            firsts.join(", "),
+            col(&|v| total(&v[FIRST..]) / (v.len() - FIRST) as f64),
+            col(&|v| total(v))
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     // The compute workers of `pinned-wake` and `interference-wake` run in a process
@@ -487,6 +607,26 @@ fn main() {
         ["broadcast", rounds, ref names @ ..] if !names.is_empty() => {
             broadcast(names, rounds.parse().expect("rounds"))
         }
+        ["long-wait-trace", place, rounds, wakes, gap, ref rest @ ..]
+            if rest.len() % 2 == 0 && rest.len() <= 2 =>
+        {
+            let names = match rest {
+                [a, b] => [*a, *b],
+                _ => ["waitcell", "futex"],
+            };
+            let pinned = match place {
+                "pinned" => true,
+                "unpinned" => false,
+                other => panic!("long-wait-trace: {other} is neither pinned nor unpinned"),
+            };
+            long_wait_trace(
+                pinned,
+                rounds.parse().expect("rounds"),
+                wakes.parse().expect("wakes"),
+                gap.parse().expect("gap in µs"),
+                names,
+            )
+        }
         ["fresh-idle"] => fresh_idle(Duration::from_millis(200), 41),
         ["fresh-idle", ms] => fresh_idle(Duration::from_millis(ms.parse().expect("ms")), 41),
         ["fresh-idle", ms, pairs] => fresh_idle(
@@ -497,7 +637,9 @@ fn main() {
             eprintln!(
                 "usage: mwait-experiments first-recheck | windows [SECONDS] | pinned-wake \
                  | interference-wake IMPL... | waiter-cpu GAP_US IMPL... \
-                 | long-wait-beside [ROUNDS [IMPL]] | pattern-switch | atomic \
+                 | long-wait-beside [ROUNDS [IMPL]] \
+                 | long-wait-trace pinned|unpinned ROUNDS WAKES GAP_US [IMPL BESIDE] \
+                 | pattern-switch | atomic \
                  | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS \
                  | fresh-idle [WAIT_MS [PAIRS]]"
             );
