@@ -7,7 +7,8 @@
 //! a spin that succeeds moves it up by a quarter of the distance to the top, one that
 //! fails halves it. Below `SCORE_SPIN_MIN` the cell skips its spin,
 //! except on a probe, which spins once more to notice a change of pattern. Probes
-//! start every `PROBE_MIN`-th wait; each failed one doubles the gap, up to
+//! start a whole gap after the failures that brought the score down, then come
+//! every `PROBE_MIN`-th wait; each failed one doubles the gap, up to
 //! `PROBE_MAX`, and a success brings it back, so a consumer fed every millisecond
 //! stops paying for probes (which, at a fixed one in 32 waits, would be a sizeable
 //! share of what the default policy adds to a futex wait's CPU time). A wait that
@@ -176,9 +177,7 @@ impl Adaptive {
         } else {
             s / 2
         };
-        if n != s {
-            self.score.store(n, Relaxed);
-        }
+        self.set_score(s, n);
         let gap = self.probe_every.load(Relaxed);
         if success {
             if gap != PROBE_MIN {
@@ -190,6 +189,21 @@ impl Adaptive {
         } else if back_off && s < SCORE_SPIN_MIN && gap < PROBE_MAX {
             // A failed probe (we were already below the spin threshold).
             self.probe_every.store(gap * 2, Relaxed);
+        }
+    }
+
+    /// Moves the score from `old` to `new` (a store only on a change). A score that
+    /// falls below [`SCORE_SPIN_MIN`] here starts the skipping with a whole gap
+    /// before the first probe: the failures that brought it down were the cell's
+    /// probes already.
+    #[inline]
+    fn set_score(&self, old: u32, new: u32) {
+        if new == old {
+            return;
+        }
+        self.score.store(new, Relaxed);
+        if old >= SCORE_SPIN_MIN && new < SCORE_SPIN_MIN {
+            self.skips.store(self.probe_every.load(Relaxed), Relaxed);
         }
     }
 
