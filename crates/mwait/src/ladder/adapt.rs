@@ -5,7 +5,9 @@
 //! oversubscribed or it shares our CPU), every spin is a pure loss: CPU time taken
 //! from other threads and nothing gained. Each cell keeps a score in `0..=SCORE_MAX`:
 //! a spin that succeeds moves it up by a quarter of the distance to the top, one that
-//! fails halves it. Below `SCORE_SPIN_MIN` the cell skips its spin,
+//! fails halves it, and one whose change came more than `FAR_FAILURE_BUDGETS` spin
+//! budgets later (learned where the wait ends) divides it by eight more. Below
+//! `SCORE_SPIN_MIN` the cell skips its spin,
 //! except on a probe, which spins once more to notice a change of pattern. Probes
 //! start a whole gap after the failures that brought the score down, then come
 //! every `PROBE_MIN`-th wait; each failed one doubles the gap, up to
@@ -43,14 +45,25 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 const SCORE_MAX: u32 = 1024;
-/// Below this score the spin is skipped: after 4 straight failures from the top (a
-/// new cell's first 4 waits on a slow producer, each a whole spin budget of CPU for
-/// nothing: with a quarter per failure it took 8), and one success lifts it again.
+/// Below this score the spin is skipped: after 4 straight failures from the top, or
+/// 1 by far (a new cell's first waits on a slow producer, each a whole spin budget of
+/// CPU for nothing), and one success lifts it again.
 const SCORE_SPIN_MIN: u32 = 128;
 /// While skipping, the first probe comes after this many waits...
 const PROBE_MIN: u32 = 32;
 /// ...and each failed probe doubles the gap, up to this many waits.
 const PROBE_MAX: u32 = 1024;
+/// A failed spin whose wait went on for more than this many spin budgets after the
+/// spin gave up failed by far: spins two, four and eight times as long would have
+/// failed too. The halving of an ordinary failure assumes the next spin may well
+/// succeed; a far one says the cell's changes come far apart (a producer every
+/// millisecond is two hundred 5 µs budgets away), so it takes three more halvings,
+/// and one far failure from the top stops the spinning, where four ordinary ones
+/// do: a new cell fed every millisecond pays one whole spin budget for nothing
+/// instead of four. A ping-pong whose partner was preempted once, for a time slice,
+/// loses its spin for a wait or two: its next wait that finds the answer before it
+/// sleeps counts as a success, which lifts the score above the threshold again.
+pub(crate) const FAR_FAILURE_BUDGETS: u64 = 8;
 
 /// The per-cell learning state (on the waiter line: written by waiters only).
 #[derive(Debug)]
@@ -189,6 +202,18 @@ impl Adaptive {
         } else if back_off && s < SCORE_SPIN_MIN && gap < PROBE_MAX {
             // A failed probe (we were already below the spin threshold).
             self.probe_every.store(gap * 2, Relaxed);
+        }
+    }
+
+    /// Records how a wait whose spin failed ended: its spin gave up at `failed_ns`
+    /// with a budget of `spin_ns`, and the change came (the waiter was woken) by
+    /// `now_ns`. A change more than [`FAR_FAILURE_BUDGETS`] budgets after the spin
+    /// gave up takes three more halvings of the score (the failure itself took one).
+    #[inline]
+    pub(crate) fn record_failed_wait(&self, failed_ns: u64, now_ns: u64, spin_ns: u64) {
+        if now_ns.saturating_sub(failed_ns) > spin_ns.saturating_mul(FAR_FAILURE_BUDGETS) {
+            let s = self.score.load(Relaxed);
+            self.set_score(s, s / 8);
         }
     }
 

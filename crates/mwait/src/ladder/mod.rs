@@ -133,6 +133,9 @@ struct Climb<'a, W> {
     caught: bool,
     /// Whether the spin tier ran (and counted, for the adaptation).
     spun: bool,
+    /// When a spin that failed gave up (an adaptive wait's ordinary spin, not a
+    /// hand-off's): how far the change came after it is learned where the wait ends.
+    spin_failed_ns: Option<u64>,
     /// When the hardware tier began, if it ran.
     hw_start: Option<u64>,
     /// Whether the waiter slept in the kernel.
@@ -218,6 +221,7 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
             can_help,
             caught,
             spun: false,
+            spin_failed_ns: None,
             hw_start: None,
             slept: false,
             no_evidence,
@@ -239,6 +243,16 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
     /// kernel), then [`end`].
     fn finish(&self, value: ValueOf<'a, W>, ended: Ended) -> Outcome<ValueOf<'a, W>> {
         let learns = matches!(ended, Ended::Hardware | Ended::Park);
+        if let Some(t) = self
+            .spin_failed_ns
+            .filter(|_| self.slept && ended == Ended::Park)
+        {
+            // Woken: the change came about now. (A wait that never slept found it
+            // within the park tier's few hundred ns: a near failure.)
+            self.cell
+                .adapt
+                .record_failed_wait(t, now_ns(), self.spin_ns);
+        }
         if learns && self.pol.adaptive && !self.spun {
             let adapt = self.cell.adapt;
             match self.hw_start {
@@ -413,6 +427,9 @@ fn spin_tier<'a, W: Word<'a>>(
                 estimate::offer_spin_rounds(spun.rounds, spun.last_ns.saturating_sub(now));
             }
             hit = spun.value;
+            if hit.is_none() && c.pol.adaptive && !c.handoff {
+                c.spin_failed_ns = Some(spun.last_ns.max(now));
+            }
         }
     }
     if c.spun {

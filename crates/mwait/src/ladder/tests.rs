@@ -116,6 +116,42 @@ fn a_parker_cell_without_evidence_parks_at_once() {
     assert!(c.can_help || !gate, "only the run-queue gate may stop it");
 }
 
+/// Where a wait whose spin failed ends, it learns how far the change came after the
+/// spin gave up: a sleep of a millisecond past a 1 µs budget takes three more halvings
+/// of the score, so one such wait stops the spinning; a wait that found the change
+/// before it slept learns nothing more.
+#[test]
+fn a_wait_woken_far_after_its_failed_spin_counts_it_by_far() {
+    let ends = |parts: &Parts, slept: bool| {
+        let cell = parts.waiter();
+        let _ = (adapt::take_woke(), adapt::take_notified());
+        let mut c = Climb::start(cell.word(), cell.learning(), policy(1_000, 0, true), None);
+        // As the spin tier leaves a failed spin of 1 µs, a millisecond ago.
+        parts.adapt.record_spin(false);
+        c.spin_ns = 1_000;
+        c.spun = true;
+        c.spin_failed_ns = Some(now_ns().saturating_sub(1_000_000));
+        c.slept = slept;
+        c.finish(1, Ended::Park);
+    };
+    let parts = Parts::new(1);
+    ends(&parts, true);
+    assert_eq!(
+        parts.adapt.spin_budget(1_000, false),
+        0,
+        "one stops the spin"
+    );
+    let parts = Parts::new(1);
+    for _ in 0..3 {
+        ends(&parts, false);
+    }
+    assert_eq!(
+        parts.adapt.spin_budget(1_000, false),
+        1_000,
+        "three ordinary failures still spin"
+    );
+}
+
 #[test]
 fn a_policy_without_the_handoff_spin_ignores_and_forgets_a_wake() {
     let parts = Parts::new(0);

@@ -58,6 +58,34 @@ fn failing_spins_stop_spinning_and_probes_back_off() {
 }
 
 #[test]
+fn a_failure_by_far_stops_spinning_and_a_success_restarts_it() {
+    let budget = 5_000;
+    let far = budget * FAR_FAILURE_BUDGETS + 1;
+    let a = Adaptive::new();
+    assert_eq!(a.spin_budget(budget, false), budget);
+    a.record_spin(false);
+    a.record_failed_wait(1_000, 1_000 + far, budget);
+    assert!(a.score.load(Relaxed) < SCORE_SPIN_MIN);
+    assert_eq!(
+        a.spin_budget(budget, false),
+        0,
+        "the next wait parks at once"
+    );
+    // A ping-pong's next wait that finds the answer before it sleeps (one whose
+    // partner was only preempted once) lifts it above the threshold again.
+    a.record_spin(true);
+    assert_eq!(a.spin_budget(budget, false), budget);
+
+    // Changes just past the budget are ordinary failures: four of them.
+    let a = Adaptive::new();
+    for _ in 0..3 {
+        a.record_spin(false);
+        a.record_failed_wait(1_000, 1_000 + far - 1, budget);
+        assert_eq!(a.spin_budget(budget, false), budget);
+    }
+}
+
+#[test]
 fn a_successful_probe_brings_probing_back_to_its_fastest() {
     let a = Adaptive::new();
     for _ in 0..20 {
