@@ -343,6 +343,30 @@ pub fn slow_producers_beside(
     (mine, theirs)
 }
 
+/// `make`'s waiter CPU over `beside`'s, from two runs of [`slow_producers_beside`]:
+/// one with `make`'s pair on the calling thread, started half a gap after the
+/// other's, and one the other way round. The geometric mean of the two runs' ratios.
+///
+/// Unpinned, the pair started second pays more per wake, whatever its mechanism:
+/// on the 2-vCPU guest a futex waiter beside a futex waiter read 0.95–2.72x started
+/// second and 0.72–0.88x started first, six runs of each in turns
+/// (`mwait-experiments long-wait-trace unpinned 12 160 1000 futex futex`; pinned,
+/// 0.96–1.24x and 0.99–2.06x). A bias that multiplies one run's ratio divides the
+/// other's, and the mean of the two cancels it.
+pub fn slow_producers_both_ways(
+    make: Make,
+    beside: Make,
+    gap: Duration,
+    duration: Duration,
+    pins: Option<(usize, usize)>,
+) -> f64 {
+    let (m, b) = slow_producers_beside(make, beside, gap, duration, pins);
+    let second = m.waiter_cpu / b.waiter_cpu;
+    let (b, m) = slow_producers_beside(beside, make, gap, duration, pins);
+    let first = m.waiter_cpu / b.waiter_cpu;
+    (second * first).sqrt()
+}
+
 /// [`slow_producer`] with the producer (the calling thread) and the waiter pinned
 /// to the CPUs `(producer, waiter)`, for experiments that take the scheduler's
 /// choice of CPU out of a wake-up latency.

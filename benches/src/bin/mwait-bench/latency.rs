@@ -285,9 +285,10 @@ fn long_wait_table(o: &mut Out, ctx: &Ctx) -> Vec<f64> {
     md!(
         o,
         "\nwaitcell's waiter beside a futex waiter, both pairs at once (producers' stores \
-         half a gap apart), {} rounds: CPU ratio {:.2}x (range {lo:.2}–{hi:.2}x). The \
-         target is judged on these: across the interleaved rounds above, the host's \
-         wake-up path moves between a round of one and a round of the other.\n",
+         half a gap apart), {} rounds of two runs, each pair started second in one of \
+         them: CPU ratio {:.2}x (range {lo:.2}–{hi:.2}x). The target is judged on these: \
+         across the interleaved rounds above, the host's wake-up path moves between a \
+         round of one and a round of the other.\n",
         beside.len(),
         median(&beside)
     );
@@ -308,20 +309,20 @@ pub fn long_wait(o: &mut Out, ctx: &Ctx) {
     ));
 }
 
-/// `rounds` runs of waitcell's slow producer beside futex's, unpinned as above: the
-/// ratio of the waiters' CPU times in each.
+/// `rounds` rounds of waitcell's slow producer beside futex's, unpinned as above,
+/// each two runs with the pairs' order swapped: the ratio of the waiters' CPU times
+/// in each round (`scenarios::slow_producers_both_ways`).
 fn long_wait_beside(ctx: &Ctx) -> Vec<f64> {
     let (waitcell, futex) = (ctx.make("waitcell"), ctx.make("futex"));
     (0..ctx.b.rounds)
         .map(|_| {
-            let (w, f) = scenarios::slow_producers_beside(
+            scenarios::slow_producers_both_ways(
                 waitcell,
                 futex,
                 Duration::from_millis(1),
                 ctx.b.long_wait / ctx.b.rounds,
                 None,
-            );
-            w.waiter_cpu / f.waiter_cpu
+            )
         })
         .collect()
 }
