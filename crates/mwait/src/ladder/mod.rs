@@ -237,10 +237,12 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
         self.deadline.map_or(t, |d| t.min(d))
     }
 
-    /// The wait ends: learning from a wait that did not spin (did it end soon enough
-    /// for a spin to have caught it? Answered with the clock where the hardware tier
-    /// ran, its start being read anyway, else by whether the waiter ever slept in the
-    /// kernel), then [`end`].
+    /// The wait ends: learning how far the change came after a spin that failed (a
+    /// wait woken from its sleep reads the clock for it: `adapt.rs`, far failures),
+    /// and from a wait that did not spin (did it end soon enough for a spin to have
+    /// caught it? Answered with the clock where the hardware tier ran, its start
+    /// being read anyway, else by whether the waiter ever slept in the kernel), then
+    /// [`end`].
     fn finish(&self, value: ValueOf<'a, W>, ended: Ended) -> Outcome<ValueOf<'a, W>> {
         let learns = matches!(ended, Ended::Hardware | Ended::Park);
         if let Some(t) = self
