@@ -40,6 +40,11 @@
 //!   statistics (where its waits ended, hand-off spins), and the round-trip p50 or
 //!   the waiter's CPU per wake. Shows the cell moving from spinning to parking at
 //!   once and back.
+//! - `stalled-pingpong EVERY`: a ping-pong on CPUs 0 and 1 (the main thread stores
+//!   into one cell and waits on the other) whose partner stalls 3 ms before every
+//!   `EVERY`-th answer, as a preempted thread does: the round trip's p50 and p90 per
+//!   batch of 16, and where the waiting cell's waits ended. Shows what a stall costs
+//!   the spinning after it.
 //! - `atomic`: waits on bare atomics (`mwait::atomic`): ns per store-and-wake of an
 //!   unwaited word, alone in its bucket and beside a parked waiter of the bucket, and
 //!   atomic-wait's; ping-pong p50 of two `AtomicU32`s, a WaitCell, PAUSE and
@@ -321,6 +326,56 @@ fn long_wait_beside(rounds: usize, name: &str) {
     }
 }
 
+/// `stalled-pingpong`: see the module docs.
+fn stalled_pingpong(every: u32) {
+    use mwait::WaitCell;
+    use std::sync::Arc;
+    const ROUND_TRIPS: u32 = 400_000;
+    const STALL: Duration = Duration::from_millis(3);
+    const BATCH: u32 = 16;
+    let (a, b) = (Arc::new(WaitCell::new(0)), Arc::new(WaitCell::new(0)));
+    let partner = {
+        let (a, b) = (a.clone(), b.clone());
+        std::thread::spawn(move || {
+            mwait_support::pin_to_cpu(1);
+            let mut i = 0;
+            while i < ROUND_TRIPS {
+                i = b.wait_until(|v| v > i);
+                if i % every == 0 {
+                    std::thread::sleep(STALL);
+                }
+                a.store(i);
+            }
+        })
+    };
+    mwait_support::pin_to_cpu(0);
+    let before = a.stats();
+    let (mut samples, mut next) = (Vec::new(), 0u32);
+    while next < ROUND_TRIPS {
+        let t0 = Instant::now();
+        for _ in 0..BATCH {
+            next += 1;
+            b.store(next);
+            a.wait_until(|v| v >= next);
+        }
+        samples.push(duration_ns(t0.elapsed()) / u64::from(BATCH));
+    }
+    partner.join().expect("the partner does not panic");
+    mwait_support::unpin();
+    // A batch with a stall in it is one in every / BATCH: the p90 stays clear of them
+    // for every >= 160.
+    samples.sort_unstable();
+    let at = |q: usize| samples[(samples.len() - 1) * q / 100];
+    println!(
+        "a stall of {} ms every {every} round trips: round trip p50 {} ns, p90 {} ns \
+         (per batch of {BATCH}); the waiting cell: {}",
+        STALL.as_millis(),
+        at(50),
+        at(90),
+        a.stats().since(&before)
+    );
+}
+
 /// `pattern-switch`: see the module docs.
 fn pattern_switch() {
     use mwait::WaitCell;
@@ -600,6 +655,7 @@ fn main() {
         ["long-wait-beside", n] => long_wait_beside(n.parse().expect("rounds"), "waitcell"),
         ["long-wait-beside", n, name] => long_wait_beside(n.parse().expect("rounds"), name),
         ["pattern-switch"] => pattern_switch(),
+        ["stalled-pingpong", every] => stalled_pingpong(every.parse().expect("round trips")),
         ["atomic"] => atomic(),
         ["executor", workload, side, secs] => {
             executor(workload, side, secs.parse().expect("seconds"))
@@ -639,7 +695,7 @@ fn main() {
                  | interference-wake IMPL... | waiter-cpu GAP_US IMPL... \
                  | long-wait-beside [ROUNDS [IMPL]] \
                  | long-wait-trace pinned|unpinned ROUNDS WAKES GAP_US [IMPL BESIDE] \
-                 | pattern-switch | atomic \
+                 | pattern-switch | stalled-pingpong EVERY | atomic \
                  | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS \
                  | fresh-idle [WAIT_MS [PAIRS]]"
             );
