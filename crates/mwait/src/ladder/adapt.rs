@@ -5,8 +5,9 @@
 //! oversubscribed or it shares our CPU), every spin is a pure loss: CPU time taken
 //! from other threads and nothing gained. Each cell keeps a score in `0..=SCORE_MAX`:
 //! a spin that succeeds moves it up by a quarter of the distance to the top, one that
-//! fails halves it, and one whose change came more than `FAR_FAILURE_BUDGETS` spin
-//! budgets later (learned where the wait ends) divides it by eight more. Below
+//! fails halves it, and the second in a row whose change came more than
+//! `FAR_FAILURE_BUDGETS` spin budgets later (learned where the wait ends) takes it
+//! below the threshold. Below
 //! `SCORE_SPIN_MIN` the cell skips its spin,
 //! except on a probe, which spins once more to notice a change of pattern. Probes
 //! start a whole gap after the failures that brought the score down, then come
@@ -42,11 +43,11 @@
 use crate::protocol::OnWake;
 use crate::sys;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU16, AtomicU32, Ordering::Relaxed};
 
 const SCORE_MAX: u32 = 1024;
 /// Below this score the spin is skipped: after 4 straight failures from the top, or
-/// 1 by far (a new cell's first waits on a slow producer, each a whole spin budget of
+/// 2 by far (a new cell's first waits on a slow producer, each a whole spin budget of
 /// CPU for nothing), and one success lifts it again.
 const SCORE_SPIN_MIN: u32 = 128;
 /// While skipping, the first probe comes after this many waits...
@@ -56,25 +57,37 @@ const PROBE_MAX: u32 = 1024;
 /// A failed spin whose wait went on for more than this many spin budgets after the
 /// spin gave up failed by far: spins two, four and eight times as long would have
 /// failed too. The halving of an ordinary failure assumes the next spin may well
-/// succeed; a far one says the cell's changes come far apart (a producer every
-/// millisecond is two hundred 5 µs budgets away), so it takes three more halvings,
-/// and one far failure from the top stops the spinning, where four ordinary ones
-/// do: a new cell fed every millisecond pays one whole spin budget for nothing
-/// instead of four. A ping-pong whose partner was preempted once, for a time slice,
-/// loses its spin for a wait or two: its next wait that finds the answer before it
-/// sleeps counts as a success, which lifts the score above the threshold again.
+/// succeed; [`FAR_FAILURES_TO_STOP`] far ones in a row say the cell's changes come
+/// far apart (a producer every millisecond is two hundred 5 µs budgets away).
 pub(crate) const FAR_FAILURE_BUDGETS: u64 = 8;
+/// This many far failures in a row stop the spinning at once (the score drops below
+/// [`SCORE_SPIN_MIN`]), where four ordinary ones do: a new cell fed every millisecond
+/// pays two whole spin budgets for nothing instead of four. One alone is an
+/// ordinary failure: a gap before a burst of values, or a partner preempted once for
+/// a time slice, is followed by waits that a spin catches, and a cell whose score
+/// fell at the first far failure would park at the start of every burst (a
+/// ping-pong whose partner stalls 3 ms every 200 round trips parked 1.0 % of its
+/// waits so, 0.5 % with the row: `mwait-experiments stalled-pingpong 200`).
+pub(crate) const FAR_FAILURES_TO_STOP: u32 = 2;
+
+// The score and the row of far failures are 16-bit.
+const _: () = assert!(SCORE_MAX <= u16::MAX as u32);
+const _: () = assert!(FAR_FAILURES_TO_STOP <= SCORE_MAX);
 
 /// The per-cell learning state (on the waiter line: written by waiters only).
 #[derive(Debug)]
 pub(crate) struct Adaptive {
-    score: AtomicU32,
+    /// In `0..=SCORE_MAX`; 16 bits, so that it and `far` take one word and the cell
+    /// stays 256 bytes.
+    score: AtomicU16,
     /// Waits left to skip before the next probe.
     skips: AtomicU32,
     /// The current gap between probes (`PROBE_MIN..=PROBE_MAX`).
     probe_every: AtomicU32,
     /// The CPU the last waiter to park went to sleep on.
     parked_cpu: AtomicU32,
+    /// Far failures in a row (`FAR_FAILURE_BUDGETS`), up to `FAR_FAILURES_TO_STOP`.
+    far: AtomicU16,
 }
 
 /// 1 while the last spin of the ladder on a cell caught the change (and no wait
@@ -118,11 +131,18 @@ impl Caught {
 impl Adaptive {
     pub(crate) const fn new() -> Adaptive {
         Adaptive {
-            score: AtomicU32::new(SCORE_MAX),
+            score: AtomicU16::new(SCORE_MAX as u16),
             skips: AtomicU32::new(0),
             probe_every: AtomicU32::new(PROBE_MIN),
             parked_cpu: AtomicU32::new(u32::MAX),
+            far: AtomicU16::new(0),
         }
+    }
+
+    /// The score, in `0..=SCORE_MAX`.
+    #[inline]
+    fn score(&self) -> u32 {
+        u32::from(self.score.load(Relaxed))
     }
 
     /// The spin budget for the next wait: `base`, or 0 while spinning keeps failing.
@@ -141,7 +161,7 @@ impl Adaptive {
     /// detection, whose lines an idle spell has taken from its cache.
     #[inline]
     pub(crate) fn spins(&self, handoff: bool) -> bool {
-        if self.score.load(Relaxed) >= SCORE_SPIN_MIN {
+        if self.score() >= SCORE_SPIN_MIN {
             return true;
         }
         let mut left = self.skips.load(Relaxed);
@@ -184,7 +204,7 @@ impl Adaptive {
     /// store, the one that answers our partner, would wait behind it.
     #[inline]
     fn record(&self, success: bool, back_off: bool) {
-        let s = self.score.load(Relaxed);
+        let s = self.score();
         let n = if success {
             s + (SCORE_MAX - s) / 4
         } else {
@@ -193,6 +213,9 @@ impl Adaptive {
         self.set_score(s, n);
         let gap = self.probe_every.load(Relaxed);
         if success {
+            if self.far.load(Relaxed) != 0 {
+                self.far.store(0, Relaxed);
+            }
             if gap != PROBE_MIN {
                 self.probe_every.store(PROBE_MIN, Relaxed);
             }
@@ -205,15 +228,26 @@ impl Adaptive {
         }
     }
 
-    /// Records how a wait whose spin failed ended: its spin gave up at `failed_ns`
-    /// with a budget of `spin_ns`, and the change came (the waiter was woken) by
-    /// `now_ns`. A change more than [`FAR_FAILURE_BUDGETS`] budgets after the spin
-    /// gave up takes three more halvings of the score (the failure itself took one).
+    /// Records how a wait whose spin failed ended: `far` when the change came more
+    /// than [`FAR_FAILURE_BUDGETS`] budgets after the spin gave up
+    /// ([`failed_by_far`]). The [`FAR_FAILURES_TO_STOP`]th far one in a row takes the
+    /// score below the spin threshold (the failure itself already halved it); one
+    /// that came nearer ends the row.
     #[inline]
-    pub(crate) fn record_failed_wait(&self, failed_ns: u64, now_ns: u64, spin_ns: u64) {
-        if now_ns.saturating_sub(failed_ns) > spin_ns.saturating_mul(FAR_FAILURE_BUDGETS) {
-            let s = self.score.load(Relaxed);
-            self.set_score(s, s / 8);
+    pub(crate) fn record_failed_wait(&self, far: bool) {
+        let row = u32::from(self.far.load(Relaxed));
+        if !far {
+            if row != 0 {
+                self.far.store(0, Relaxed);
+            }
+            return;
+        }
+        let row = (row + 1).min(FAR_FAILURES_TO_STOP);
+        // At most FAR_FAILURES_TO_STOP, which fits.
+        self.far.store(row as u16, Relaxed);
+        if row == FAR_FAILURES_TO_STOP {
+            let s = self.score();
+            self.set_score(s, s.min(SCORE_SPIN_MIN / 2));
         }
     }
 
@@ -226,7 +260,8 @@ impl Adaptive {
         if new == old {
             return;
         }
-        self.score.store(new, Relaxed);
+        // At most SCORE_MAX, which fits.
+        self.score.store(new as u16, Relaxed);
         if old >= SCORE_SPIN_MIN && new < SCORE_SPIN_MIN {
             self.skips.store(self.probe_every.load(Relaxed), Relaxed);
         }
@@ -259,6 +294,14 @@ impl Adaptive {
         let cpu = sys::current_cpu();
         (cpu != u32::MAX && self.parked_cpu.load(Relaxed) == cpu).then_some(cpu)
     }
+}
+
+/// Whether a spin that gave up at `failed_ns` with a budget of `spin_ns` failed by
+/// far: the change came (the waiter was woken) more than [`FAR_FAILURE_BUDGETS`]
+/// budgets later, by `now_ns`.
+#[inline]
+pub(crate) fn failed_by_far(failed_ns: u64, now_ns: u64, spin_ns: u64) -> bool {
+    now_ns.saturating_sub(failed_ns) > spin_ns.saturating_mul(FAR_FAILURE_BUDGETS)
 }
 
 impl OnWake for Adaptive {

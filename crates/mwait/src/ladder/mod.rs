@@ -245,15 +245,11 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
     /// [`end`].
     fn finish(&self, value: ValueOf<'a, W>, ended: Ended) -> Outcome<ValueOf<'a, W>> {
         let learns = matches!(ended, Ended::Hardware | Ended::Park);
-        if let Some(t) = self
-            .spin_failed_ns
-            .filter(|_| self.slept && ended == Ended::Park)
-        {
-            // Woken: the change came about now. (A wait that never slept found it
-            // within the park tier's few hundred ns: a near failure.)
-            self.cell
-                .adapt
-                .record_failed_wait(t, now_ns(), self.spin_ns);
+        if let Some(t) = self.spin_failed_ns.filter(|_| ended == Ended::Park) {
+            // Woken: the change came about now. A wait that never slept found it
+            // within the park tier's few hundred ns, near, and reads no clock.
+            let far = self.slept && adapt::failed_by_far(t, now_ns(), self.spin_ns);
+            self.cell.adapt.record_failed_wait(far);
         }
         if learns && self.pol.adaptive && !self.spun {
             let adapt = self.cell.adapt;

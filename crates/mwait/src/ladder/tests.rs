@@ -117,11 +117,10 @@ fn a_parker_cell_without_evidence_parks_at_once() {
 }
 
 /// Where a wait whose spin failed ends, it learns how far the change came after the
-/// spin gave up: a sleep of a millisecond past a 1 µs budget takes three more halvings
-/// of the score, so one such wait stops the spinning; a wait that found the change
-/// before it slept learns nothing more.
+/// spin gave up: two sleeps in a row of a millisecond past a 1 µs budget stop the
+/// spinning; waits that found the change before they slept are near failures.
 #[test]
-fn a_wait_woken_far_after_its_failed_spin_counts_it_by_far() {
+fn two_waits_woken_far_after_their_failed_spins_stop_the_spinning() {
     let ends = |parts: &Parts, slept: bool| {
         let cell = parts.waiter();
         let _ = (adapt::take_woke(), adapt::take_notified());
@@ -138,9 +137,11 @@ fn a_wait_woken_far_after_its_failed_spin_counts_it_by_far() {
     ends(&parts, true);
     assert_eq!(
         parts.adapt.spin_budget(1_000, false),
-        0,
-        "one stops the spin"
+        1_000,
+        "one is not enough"
     );
+    ends(&parts, true);
+    assert_eq!(parts.adapt.spin_budget(1_000, false), 0, "two in a row are");
     let parts = Parts::new(1);
     for _ in 0..3 {
         ends(&parts, false);
@@ -148,7 +149,7 @@ fn a_wait_woken_far_after_its_failed_spin_counts_it_by_far() {
     assert_eq!(
         parts.adapt.spin_budget(1_000, false),
         1_000,
-        "three ordinary failures still spin"
+        "three near failures still spin"
     );
 }
 

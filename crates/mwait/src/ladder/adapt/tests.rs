@@ -36,11 +36,7 @@ fn failing_spins_stop_spinning_and_probes_back_off() {
         "three failures still spin"
     );
     a.record_spin(false);
-    assert!(
-        a.score.load(Relaxed) < SCORE_SPIN_MIN,
-        "score {}",
-        a.score.load(Relaxed)
-    );
+    assert!(a.score() < SCORE_SPIN_MIN, "score {}", a.score());
     let probes = failing_probes(&a, 20_000);
     let gaps: Vec<u32> = probes.windows(2).map(|w| w[1] - w[0]).collect();
     assert_eq!(
@@ -58,30 +54,47 @@ fn failing_spins_stop_spinning_and_probes_back_off() {
 }
 
 #[test]
-fn a_failure_by_far_stops_spinning_and_a_success_restarts_it() {
-    let budget = 5_000;
-    let far = budget * FAR_FAILURE_BUDGETS + 1;
+fn two_failures_by_far_in_a_row_stop_spinning() {
+    let (budget, at) = (5_000, 1_000);
+    let far = at + budget * FAR_FAILURE_BUDGETS + 1;
+    assert!(failed_by_far(at, far, budget));
+    assert!(!failed_by_far(at, far - 1, budget));
     let a = Adaptive::new();
-    assert_eq!(a.spin_budget(budget, false), budget);
-    a.record_spin(false);
-    a.record_failed_wait(1_000, 1_000 + far, budget);
-    assert!(a.score.load(Relaxed) < SCORE_SPIN_MIN);
+    for _ in 0..2 {
+        assert_eq!(a.spin_budget(budget, false), budget);
+        a.record_spin(false);
+        a.record_failed_wait(true);
+    }
+    assert!(a.score() < SCORE_SPIN_MIN);
     assert_eq!(
         a.spin_budget(budget, false),
         0,
-        "the next wait parks at once"
+        "the third wait parks at once"
     );
-    // A ping-pong's next wait that finds the answer before it sleeps (one whose
-    // partner was only preempted once) lifts it above the threshold again.
     a.record_spin(true);
-    assert_eq!(a.spin_budget(budget, false), budget);
+    assert_eq!(
+        a.spin_budget(budget, false),
+        budget,
+        "a success lifts it again"
+    );
 
-    // Changes just past the budget are ordinary failures: four of them.
-    let a = Adaptive::new();
-    for _ in 0..3 {
+    // One far failure alone (a gap before a burst, a preempted partner) is an
+    // ordinary one, and a success or a nearer failure ends the row.
+    for end_the_row in [
+        |a: &Adaptive| a.record_spin(true),
+        |a: &Adaptive| {
+            a.record_spin(false);
+            a.record_failed_wait(false);
+        },
+    ] {
+        let a = Adaptive::new();
         a.record_spin(false);
-        a.record_failed_wait(1_000, 1_000 + far - 1, budget);
+        a.record_failed_wait(true);
         assert_eq!(a.spin_budget(budget, false), budget);
+        end_the_row(&a);
+        a.record_spin(false);
+        a.record_failed_wait(true);
+        assert_eq!(a.spin_budget(budget, false), budget, "not in a row");
     }
 }
 
@@ -107,7 +120,7 @@ fn successes_restore_spinning() {
     assert_eq!(a.spin_budget(0, false), 0);
     a.record_spin(true);
     a.record_spin(true);
-    assert!(a.score.load(Relaxed) >= SCORE_SPIN_MIN);
+    assert!(a.score() >= SCORE_SPIN_MIN);
     assert_eq!(a.spin_budget(1000, false), 1000);
 }
 
@@ -127,12 +140,12 @@ fn a_short_unspun_wait_counts_as_success() {
     for _ in 0..20 {
         a.record_spin(false);
     }
-    let before = a.score.load(Relaxed);
+    let before = a.score();
     a.record_unspun_wait(100, 600, 1000);
-    assert!(a.score.load(Relaxed) > before);
-    let mid = a.score.load(Relaxed);
+    assert!(a.score() > before);
+    let mid = a.score();
     a.record_unspun_wait(100, 5000, 1000);
-    assert_eq!(a.score.load(Relaxed), mid);
+    assert_eq!(a.score(), mid);
 }
 
 #[test]
