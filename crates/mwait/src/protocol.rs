@@ -200,9 +200,9 @@
 //! notifier goes on taking turns of `RELAY_FANOUT` beside the woken waiters until
 //! `relay` is empty: a woken waiter starts its turn only a whole wake-up after the
 //! wake that woke it, which on a virtual machine is several times what a wake costs
-//! its waker, so a notifier that stopped after its first turn left the tree's first
-//! levels to wait on wake-ups alone and its last waiter woke later than after one
-//! wake of all (the figures: `docs/design-notes.md`). Its thread makes at most one
+//! its waker, so a notifier that stopped after its first turn would leave the tree's
+//! first levels to wait on wake-ups alone, and its last waiter would wake later than
+//! after one wake of all (the figures: `docs/design-notes.md`). Its thread makes at most one
 //! wake call per `RELAY_FANOUT` sleepers, and fewer the sooner woken waiters join.
 //! Nobody is left asleep: `relay` drops to 0 only in a read-modify-write whose thread
 //! then wakes every sleeper, and while it is above 0 some woken waiter is still to

@@ -7,9 +7,8 @@
 //! a spin that succeeds moves it up by a quarter of the distance to the top, one that
 //! fails halves it, and the second in a row whose change came more than
 //! `FAR_FAILURE_BUDGETS` spin budgets later (learned where the wait ends) takes it
-//! below the threshold. Below
-//! `SCORE_SPIN_MIN` the cell skips its spin,
-//! except on a probe, which spins once more to notice a change of pattern. Probes
+//! below the threshold. Below `SCORE_SPIN_MIN` the cell skips its spin, except on a
+//! probe, which spins once more to notice a change of pattern. Probes
 //! start a whole gap after the failures that brought the score down, then come
 //! every `PROBE_MIN`-th wait; each failed one doubles the gap, up to
 //! `PROBE_MAX`, and a success brings it back, so a consumer fed every millisecond

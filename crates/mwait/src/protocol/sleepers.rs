@@ -13,9 +13,9 @@ use crate::sys::park::Queue;
 /// line of the cell's counters, which the waiter writes), the wake stamp last, on
 /// the cell's last line with the registry's tail. A notifier writes the stamp right
 /// before each `futex_wake`, so that line is in the notifier's cache when the woken
-/// waiter runs; with the flags beside the stamp, every wake of a waiter on another
-/// CPU fetched it from there, while now only a park that measures its wake-up (one in
-/// `estimate::WAKE_SAMPLE_EVERY`) or an async wait reads it.
+/// waiter runs: only a park that measures its wake-up (one in
+/// `estimate::WAKE_SAMPLE_EVERY`) or an async wait reads it, where flags beside the
+/// stamp would have every wake of a waiter on another CPU fetch it from there.
 #[derive(Debug)]
 #[repr(C)]
 pub(crate) struct Sleepers {
