@@ -519,15 +519,6 @@ impl ThreadBlocks {
         }
         s
     }
-
-    /// How many blocks are claimed.
-    #[cfg(test)]
-    fn live(&self) -> u32 {
-        self.first
-            .chain()
-            .map(|c| c.claimed.load(Relaxed).count_ones())
-            .sum()
-    }
 }
 
 /// This process's registry of thread blocks.
@@ -559,12 +550,6 @@ impl ThreadBlock {
         let c = THREADS.register();
         self.0.set(Some(c));
         c
-    }
-
-    /// The thread's counts.
-    #[cfg(test)]
-    pub(crate) fn read(&self) -> [u64; COUNTERS] {
-        self.block().0.read()
     }
 }
 
