@@ -64,6 +64,12 @@
 //!   waited before: `PAIRS` (41) of each kind, stock and mwait in turns (the first
 //!   side alternating); per kind the median CPU of each side, the median of the
 //!   pairs' ratios and the ratio of the medians.
+//! - `first-wake [PROCESSES [NAMES...]]`: the first wait of a fresh process, one
+//!   that parks: `PROCESSES` (15) children per named mechanism (`waitcell futex`),
+//!   in turns, each this binary started again; in each, the main thread waits for
+//!   a thread it starts, which sleeps 2 ms and stores, and the child prints how long
+//!   after that store the wait returned (a clock read on each side); per mechanism
+//!   the median, the smallest and the largest.
 //!
 //! To get the "before" side of a comparison, copy this file into a checkout of the
 //! earlier commit (it uses only the harness's public functions) and run it there.
@@ -521,6 +527,59 @@ fn fresh_idle(wait: Duration, pairs: usize) {
     }
 }
 
+/// The argument that makes this binary a child of `first-wake`.
+const FIRST_WAKE_CHILD: &str = "--first-wake-child";
+
+/// `first-wake`: see the module docs.
+fn first_wake(processes: usize, names: &[&str]) {
+    let exe = std::env::current_exe().expect("this binary's path");
+    let mut late: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    for _ in 0..processes {
+        for (i, name) in names.iter().enumerate() {
+            let out = std::process::Command::new(&exe)
+                .args([FIRST_WAKE_CHILD, name])
+                .output()
+                .expect("the child runs");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let ns: f64 = text.trim().parse().unwrap_or_else(|_| {
+                panic!(
+                    "child {name}: {text} {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            });
+            late[i].push(ns);
+        }
+    }
+    for (name, mut v) in names.iter().zip(late) {
+        v.sort_by(f64::total_cmp);
+        println!(
+            "{name}: the first wait returned {:.0} us after the store (median of {} \
+             processes; {:.0}..{:.0} us)",
+            median(&v) / 1e3,
+            v.len(),
+            v[0] / 1e3,
+            v[v.len() - 1] / 1e3
+        );
+    }
+}
+
+/// A child of `first-wake`: nothing of the mechanism runs before the wait.
+fn first_wake_child(name: &str) {
+    use std::sync::Arc;
+    let signal: Arc<dyn mwait_benches::Signal> = Arc::from(make(name)());
+    let s = signal.clone();
+    let storer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(2));
+        let at = Instant::now();
+        s.set(1);
+        at
+    });
+    signal.wait_ge(1);
+    let woke = Instant::now();
+    let stored = storer.join().expect("the storing thread");
+    println!("{}", duration_ns(woke.saturating_duration_since(stored)));
+}
+
 /// One slow pair of `long-wait-trace`: a fresh cell of `make` and a fresh waiter
 /// thread (pinned to CPU 1 where `pinned`, its producer, the calling thread, to CPU
 /// 0), `wakes` stores `gap` apart. Returns the waiter's CPU time in each wait, the
@@ -644,6 +703,10 @@ fn main() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match args[..] {
         ["first-recheck"] => first_recheck(),
+        [FIRST_WAKE_CHILD, name] => first_wake_child(name),
+        ["first-wake"] => first_wake(15, &["waitcell", "futex"]),
+        ["first-wake", n] => first_wake(n.parse().expect("processes"), &["waitcell", "futex"]),
+        ["first-wake", n, ref names @ ..] => first_wake(n.parse().expect("processes"), names),
         ["windows"] => windows(30),
         ["windows", s] => windows(s.parse().expect("seconds")),
         ["pinned-wake"] => pinned_wake(),
@@ -697,7 +760,7 @@ fn main() {
                  | long-wait-trace pinned|unpinned ROUNDS WAKES GAP_US [IMPL BESIDE] \
                  | pattern-switch | stalled-pingpong EVERY | atomic \
                  | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS \
-                 | fresh-idle [WAIT_MS [PAIRS]]"
+                 | fresh-idle [WAIT_MS [PAIRS]] | first-wake [PROCESSES [IMPL...]]"
             );
             std::process::exit(2);
         }
