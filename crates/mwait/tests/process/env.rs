@@ -69,6 +69,18 @@ fn child_entry() {
         "settings" => settings_from_code(),
         #[cfg(target_os = "linux")]
         "membarrier_denied" => membarrier_denied_after_registration(),
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        "registrations" => {
+            // Before any wait of this process: what the program's loading did.
+            // SAFETY: membarrier with GET_REGISTRATIONS reads no memory of ours.
+            let r = unsafe {
+                libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_GET_REGISTRATIONS, 0, 0)
+            };
+            // The notifier's path, so that this test binary links what a program that
+            // notifies links.
+            mwait::WaitCell::new(0).store(1);
+            println!("registrations={r}");
+        }
         other => panic!("unknown case {other}"),
     }
 }
@@ -341,6 +353,46 @@ fn a_bad_membarrier_value_warns_once_and_waits() {
     let (ok, out) = child("waits", &[("MWAIT_MEMBARRIER", "off"), ("MWAIT_LOG", "1")]);
     assert!(ok, "{out}");
     assert!(out.contains("notify: fenced"), "{out}");
+}
+
+/// `membarrier(2)`'s `MEMBARRIER_CMD_GET_REGISTRATIONS` (Linux 6.3 and later) and
+/// the bit it sets for `MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED`.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+const MEMBARRIER_CMD_GET_REGISTRATIONS: libc::c_int = 1 << 9;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+const REGISTERED_PRIVATE_EXPEDITED: i64 = 1 << 4;
+
+/// The process is registered for `membarrier(PRIVATE_EXPEDITED)` when its program
+/// is loaded, before any wait (so that no first park waits out the kernel's grace
+/// period), and not where `MWAIT_MEMBARRIER` says no. Kernels before 6.3 cannot say
+/// what a process registered: there the case only checks that the child runs.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[test]
+fn the_membarrier_registration_is_made_at_load_unless_turned_off() {
+    let registrations = |vars: &[(&str, &str)]| {
+        let (ok, out) = child("registrations", vars);
+        assert!(ok, "{out}");
+        // The harness prints the test's name on the same line.
+        let value = out.split("registrations=").nth(1);
+        value
+            .and_then(|v| v.split_whitespace().next()?.parse::<i64>().ok())
+            .unwrap_or_else(|| panic!("no registrations line: {out}"))
+    };
+    let on = registrations(&[]);
+    let off = registrations(&[("MWAIT_MEMBARRIER", " Off ")]);
+    if on < 0 {
+        assert!(off < 0, "the kernel answered one query only: {on} {off}");
+        eprintln!("this kernel cannot list a process's registrations (before 6.3)");
+        return;
+    }
+    assert_ne!(on & REGISTERED_PRIVATE_EXPEDITED, 0, "{on:#x}");
+    assert_eq!(off & REGISTERED_PRIVATE_EXPEDITED, 0, "{off:#x}");
+    let typo = registrations(&[("MWAIT_MEMBARRIER", "of")]);
+    assert_ne!(
+        typo & REGISTERED_PRIVATE_EXPEDITED,
+        0,
+        "a typo is not a no: {typo:#x}"
+    );
 }
 
 /// `MWAIT_MOVE_APART`, another yes-or-no variable, is read the same way: a bad value

@@ -45,8 +45,9 @@ pub(crate) fn begin_light_check() -> bool {
 
 /// `membarrier(PRIVATE_EXPEDITED)` where this process could register for it (then
 /// notifiers use the light path), else a `SeqCst` fence (then they never do). The
-/// first call registers; every waiter blocks on that one-time registration, so no
-/// waiter can take the fence path once a notifier may take the light one.
+/// first call settles the registration (the kernel's part is made while the program
+/// is loaded, see `REGISTER_AT_LOAD`); every waiter blocks until it is settled, so
+/// no waiter can take the fence path once a notifier may take the light one.
 ///
 /// Where the call fails after registration and registering again does not help (a
 /// seccomp filter installed since, say, in a child after `fork()`), the process falls
@@ -169,7 +170,8 @@ fn shootdown_barrier() -> bool {
 }
 
 /// Whether this process is registered for `membarrier(PRIVATE_EXPEDITED)`: the first
-/// call tries to register, every call blocks until that try has ended.
+/// call tries to register (at once where `REGISTER_AT_LOAD` did), every call
+/// blocks until that try has ended.
 fn registered() -> bool {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     *REGISTERED.get_or_init(|| {
@@ -193,6 +195,44 @@ fn registered() -> bool {
         }
         ok
     })
+}
+
+/// The registration, made while the program is loaded (an `.init_array` entry, as
+/// std's own argument set-up on Linux is), so that the first park does not make it.
+///
+/// The kernel registers a process in one step while it has a single thread, and
+/// otherwise waits for an RCU grace period first (`synchronize_rcu` in
+/// `kernel/sched/membarrier.c`): milliseconds, during which a first park made in
+/// [`registered`] could not be woken. A fresh process whose first wait parked woke
+/// about 9.5 ms after a store that came 2 ms in, on the 2-vCPU guest
+/// (`mwait-experiments first-wake`). Registering here, before `main` has started a
+/// thread, costs one system call; [`registered`] then finds the process registered
+/// and its own call returns at once. Registering makes nothing happen by itself: no
+/// barrier is ever issued unless a park asks for one.
+///
+/// Not where `MWAIT_MEMBARRIER` says no (read with `getenv`, the only setting that
+/// exists this early), and not under Miri or loom. A library loaded later with
+/// `dlopen` registers then, as its first park would have (the process then has
+/// other threads, and the grace period is paid by `dlopen`, not by a wait).
+#[cfg(all(target_arch = "x86_64", not(miri), not(mwait_loom)))]
+#[used]
+#[link_section = ".init_array"]
+static REGISTER_AT_LOAD: extern "C" fn() = register_at_load;
+
+#[cfg(all(target_arch = "x86_64", not(miri), not(mwait_loom)))]
+extern "C" fn register_at_load() {
+    // SAFETY: getenv reads the environment, which nothing else changes while the
+    // program's initialisers run; the pointer it returns is read at once.
+    let said_no = unsafe {
+        let v = libc::getenv(c"MWAIT_MEMBARRIER".as_ptr());
+        !v.is_null()
+            && std::ffi::CStr::from_ptr(v)
+                .to_str()
+                .is_ok_and(|v| crate::sys::settings::parse_bool(v) == Some(false))
+    };
+    if !said_no {
+        membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+    }
 }
 
 /// How many `fork()`s lie between the process that first parked through mwait and
