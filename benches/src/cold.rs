@@ -47,21 +47,28 @@ pub enum Scenario {
     AfterPause,
     /// Both threads pinned to CPU 0.
     SameCpu,
-    /// A store every ~1 ms, producer pinned to CPU 0 and waiter to CPU 1.
+    /// A store every ~1 ms, producer pinned to CPU 0 and waiter to CPU 1; the
+    /// mechanism's pair started half a gap after the futex pair beside it.
     LongWait,
+    /// [`Scenario::LongWait`] with the mechanism's pair started first: the pair
+    /// started second pays more or less per wake whatever its mechanism
+    /// ([`scenarios::slow_producers_both_ways`]), and the two orders together cancel
+    /// that.
+    LongWaitFirst,
     /// The barrier scenario (its threads pinned to CPUs 0 and 1).
     Barrier,
 }
 
 impl Scenario {
     /// Every cold scenario, in report order.
-    pub const ALL: [Scenario; 7] = [
+    pub const ALL: [Scenario; 8] = [
         Scenario::Pinned,
         Scenario::Unpinned,
         Scenario::LatePartner,
         Scenario::AfterPause,
         Scenario::SameCpu,
         Scenario::LongWait,
+        Scenario::LongWaitFirst,
         Scenario::Barrier,
     ];
 
@@ -74,6 +81,7 @@ impl Scenario {
             Scenario::AfterPause => "pingpong-after-pause",
             Scenario::SameCpu => "same_cpu",
             Scenario::LongWait => "long_wait",
+            Scenario::LongWaitFirst => "long_wait_first",
             Scenario::Barrier => "barrier",
         }
     }
@@ -87,6 +95,7 @@ impl Scenario {
             Scenario::AfterPause => "pingpong, pinned, after a 2 ms pause mid-run",
             Scenario::SameCpu => "same_cpu, both pinned to CPU 0",
             Scenario::LongWait => "long_wait, pinned, a store every ~1 ms",
+            Scenario::LongWaitFirst => "long_wait, pinned, a store every ~1 ms, started first",
             Scenario::Barrier => "barrier, pinned, asymmetric work",
         }
     }
@@ -100,7 +109,9 @@ impl Scenario {
             | Scenario::Unpinned
             | Scenario::LatePartner
             | Scenario::AfterPause => &["waitcell", "pause", "futex"],
-            Scenario::SameCpu | Scenario::LongWait => &["waitcell", "futex"],
+            Scenario::SameCpu | Scenario::LongWait | Scenario::LongWaitFirst => {
+                &["waitcell", "futex"]
+            }
             Scenario::Barrier => &["waitcell", "std-barrier", "spin"],
         }
     }
@@ -229,8 +240,8 @@ fn run(scenario: &str, name: &str, amount: &str) -> Result<Measures, String> {
         _ => {
             let make = impls::by_name(name).ok_or(format!("no mechanism {name}"))?;
             let budget = Duration::from_millis(amount);
-            if scenario == Scenario::LongWait {
-                long_wait(make, budget)
+            if let Scenario::LongWait | Scenario::LongWaitFirst = scenario {
+                long_wait(make, budget, scenario == Scenario::LongWaitFirst)
             } else {
                 pingpong(make, scenario, budget)
             }
@@ -305,16 +316,17 @@ const FIRST_SAMPLES: usize = (FIRST / crate::ROUND_TRIP_BATCH) as usize;
 /// within seconds (from 10 to 20 us of CPU per wake here); compared across children
 /// run one after the other, that moved the ratio from 0.8x to 1.3x between runs of
 /// one build, and slices of one child alternating between the two (a fresh waiter
-/// each) still moved a futex-against-futex ratio by 30 %.
-fn long_wait(make: Make, budget: Duration) -> Measures {
+/// each) still moved a futex-against-futex ratio by 30 %. The mechanism's pair starts
+/// half a gap after the futex pair, or, `started_first`, half a gap before it.
+fn long_wait(make: Make, budget: Duration, started_first: bool) -> Measures {
     let futex = impls::by_name("futex").expect("futex is a known mechanism");
-    let (mut p, f) = scenarios::slow_producers_beside(
-        make,
-        futex,
-        Duration::from_millis(1),
-        budget,
-        Some((0, 1)),
-    );
+    let (gap, pins) = (Duration::from_millis(1), Some((0, 1)));
+    let (mut p, f) = if started_first {
+        let (f, p) = scenarios::slow_producers_beside(futex, make, gap, budget, pins);
+        (p, f)
+    } else {
+        scenarios::slow_producers_beside(make, futex, gap, budget, pins)
+    };
     let mut m = Measures::default();
     m.push("waiter_cpu", p.waiter_cpu);
     m.push("wake_p50_ns", stats(&mut p.wake_ns).p50);
