@@ -196,3 +196,94 @@ fn this_process_counts_at_least_one_cpu_whatever_the_thread_is_pinned_to() {
     .join()
     .unwrap();
 }
+
+/// `process_cpus_from` over a fixture tree, and the paths it read.
+fn cpus_and_reads(files: &[(&str, &str)]) -> (usize, Vec<String>) {
+    let map: HashMap<String, String> = files
+        .iter()
+        .map(|(p, c)| (p.to_string(), c.to_string()))
+        .collect();
+    let reads = std::cell::RefCell::new(Vec::new());
+    let n = process_cpus_from(
+        &|p: &str| {
+            reads.borrow_mut().push(p.to_string());
+            map.get(p).cloned()
+        },
+        sixteen,
+    );
+    (n, reads.into_inner())
+}
+
+#[test]
+fn a_v2_hierarchy_at_its_conventional_place_is_found_without_mountinfo() {
+    let files = [
+        (ONLINE_LIST_PATH, "0-7\n"),
+        (PROC_CGROUP_PATH, "0::/app/worker\n"),
+        ("/sys/fs/cgroup/app/worker/cgroup.controllers", "cpuset cpu io\n"),
+        ("/sys/fs/cgroup/app/worker/cpuset.cpus.effective", "0-5\n"),
+        ("/sys/fs/cgroup/app/cpu.max", "250000 100000\n"),
+        // What mountinfo would say, were it read: a mount that does not match.
+        (MOUNTINFO_PATH, "30 24 0:26 / /elsewhere rw - cgroup2 cgroup2 rw\n"),
+    ];
+    let (n, reads) = cpus_and_reads(&files);
+    assert_eq!(n, 3);
+    assert!(!reads.iter().any(|p| p == MOUNTINFO_PATH), "{reads:?}");
+    let once = |p: &str| reads.iter().filter(|r| *r == p).count() <= 1;
+    assert!(reads.iter().all(|p| once(p)), "each file once: {reads:?}");
+}
+
+#[test]
+fn a_hybrid_host_is_found_at_its_conventional_places_without_mountinfo() {
+    let files = [
+        (ONLINE_LIST_PATH, "0-3\n"),
+        (PROC_CGROUP_PATH, "4:cpu,cpuacct:/job\n3:cpuset:/job\n0::/job\n"),
+        ("/sys/fs/cgroup/unified/job/cgroup.controllers", "\n"),
+        ("/sys/fs/cgroup/cpuset/job/cpuset.effective_cpus", "1-3\n"),
+        ("/sys/fs/cgroup/cpu,cpuacct/job/cpu.cfs_quota_us", "150000\n"),
+        ("/sys/fs/cgroup/cpu,cpuacct/job/cpu.cfs_period_us", "100000\n"),
+    ];
+    let (n, reads) = cpus_and_reads(&files);
+    assert_eq!(n, 2);
+    assert!(!reads.iter().any(|p| p == MOUNTINFO_PATH), "{reads:?}");
+    // The controller's own name, a link to the joined one on such hosts, serves too.
+    let files = [
+        (ONLINE_LIST_PATH, "0-3\n"),
+        (PROC_CGROUP_PATH, "4:cpu,cpuacct:/job\n0::/\n"),
+        ("/sys/fs/cgroup/unified/cgroup.controllers", "\n"),
+        ("/sys/fs/cgroup/cpu/job/cpu.cfs_quota_us", "50000\n"),
+        ("/sys/fs/cgroup/cpu/job/cpu.cfs_period_us", "100000\n"),
+    ];
+    assert_eq!(cpus_and_reads(&files).0, 1);
+}
+
+/// A container without a cgroup namespace mounts its own subtree at
+/// `/sys/fs/cgroup` while `/proc/self/cgroup` names the path from the host's root:
+/// the conventional place does not hold that path, and mountinfo says where it is.
+#[test]
+fn a_subtree_mounted_at_the_conventional_place_is_resolved_through_mountinfo() {
+    let files = [
+        (ONLINE_LIST_PATH, "0-7\n"),
+        (PROC_CGROUP_PATH, "0::/docker/c1/app\n"),
+        (
+            MOUNTINFO_PATH,
+            "30 24 0:26 /docker/c1 /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+        ),
+        ("/sys/fs/cgroup/app/cgroup.controllers", "cpu\n"),
+        ("/sys/fs/cgroup/app/cpu.max", "200000 100000\n"),
+    ];
+    let (n, reads) = cpus_and_reads(&files);
+    assert_eq!(n, 2);
+    // The mount's root, the container's own cgroup, limits it too.
+    let mut root_limited = files.to_vec();
+    root_limited.push(("/sys/fs/cgroup/cpu.max", "100000 100000\n"));
+    assert_eq!(cpus_and_reads(&root_limited).0, 1);
+    assert!(reads.iter().any(|p| p == MOUNTINFO_PATH), "{reads:?}");
+    // A path from outside this namespace is never joined to a conventional place.
+    let files = [
+        (ONLINE_LIST_PATH, "0-7\n"),
+        (PROC_CGROUP_PATH, "0::/../../x\n"),
+        ("/sys/fs/cgroup/../../x/cgroup.controllers", "cpu\n"),
+        ("/sys/fs/cgroup/../../x/cpu.max", "100000 100000\n"),
+    ];
+    assert_eq!(cpus_and_reads(&files).0, 8);
+}
