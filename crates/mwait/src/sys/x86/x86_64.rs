@@ -265,9 +265,8 @@ impl MonitorX {
 // Only the Linux light notify uses it.
 #[cfg(target_os = "linux")]
 pub(crate) fn prefetchw_supported() -> bool {
-    raw_cpuid::CpuId::with_cpuid_reader(super::cpuid::native_reader())
-        .get_extended_processor_and_feature_identifiers()
-        .is_some_and(|f| f.has_prefetchw())
+    const PRFCHW: u32 = 1 << 8;
+    extended_leaves().0.is_some_and(|l| l.ecx & PRFCHW != 0)
 }
 
 /// Whether a TLB shootdown on this CPU interrupts every other CPU that runs a thread
@@ -277,12 +276,25 @@ pub(crate) fn prefetchw_supported() -> bool {
 #[cfg(target_os = "linux")]
 pub(crate) fn shootdown_interrupts() -> bool {
     const INVLPGB: u32 = 1 << 3;
-    let raw = super::cpuid::native_reader();
+    extended_leaves().1.map_or(true, |l| l.ebx & INVLPGB == 0)
+}
+
+/// CPUID leaves 0x8000_0001 and 0x8000_0008 where the CPU has them, read once for
+/// both questions above (three CPUID instructions, each an exit to the hypervisor in
+/// a guest: about 4 µs apiece on the 2-vCPU guest, in a process's first park).
+#[cfg(target_os = "linux")]
+fn extended_leaves() -> (Option<raw_cpuid::CpuIdResult>, Option<raw_cpuid::CpuIdResult>) {
     use raw_cpuid::CpuIdReader;
-    if raw.cpuid1(0x8000_0000).eax < 0x8000_0008 {
-        return true;
-    }
-    raw.cpuid1(0x8000_0008).ebx & INVLPGB == 0
+    static LEAVES: std::sync::OnceLock<(
+        Option<raw_cpuid::CpuIdResult>,
+        Option<raw_cpuid::CpuIdResult>,
+    )> = std::sync::OnceLock::new();
+    *LEAVES.get_or_init(|| {
+        let raw = super::cpuid::native_reader();
+        let max_ext = raw.cpuid1(0x8000_0000).eax;
+        let leaf = |l: u32| (max_ext >= l).then(|| raw.cpuid1(l));
+        (leaf(0x8000_0001), leaf(0x8000_0008))
+    })
 }
 
 /// Asks for `word`'s cache line in the exclusive state ahead of a store to it
