@@ -54,10 +54,11 @@ pub(crate) struct OsFacts {
 }
 
 impl OsFacts {
-    /// Reads the facts of the running system.
+    /// Reads the facts of the running system but `umwait_control`, which is `None`
+    /// here: [`detect_now`] reads it where CPUID reports WAITPKG.
     pub(crate) fn read() -> OsFacts {
         OsFacts {
-            umwait_control: read_umwait_control(),
+            umwait_control: None,
             dev_mwait: sys::host::exists("/dev/mwait"),
             usable_cpus: usable_cpus(),
         }
@@ -215,8 +216,16 @@ impl Capabilities {
     }
 }
 
+/// The running system's capabilities. `umwait_control` is read only where CPUID
+/// reports WAITPKG: Linux makes the directory only on such CPUs
+/// (`arch/x86/kernel/cpu/umwait.c`), and elsewhere the failed look-up cost a fresh
+/// process's first wait about 7 µs on the 2-vCPU guest.
 fn detect_now() -> Capabilities {
-    Capabilities::native(OsFacts::read())
+    let mut caps = Capabilities::native(OsFacts::read());
+    if caps.waitpkg {
+        caps.umwait_control = read_umwait_control();
+    }
+    caps
 }
 
 /// Detection through CPUID, on the one architecture that has it: the
