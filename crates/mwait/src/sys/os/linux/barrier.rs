@@ -170,8 +170,8 @@ fn shootdown_barrier() -> bool {
 }
 
 /// Whether this process is registered for `membarrier(PRIVATE_EXPEDITED)`: the first
-/// call tries to register (at once where `REGISTER_AT_LOAD` did), every call
-/// blocks until that try has ended.
+/// call tries to register (or takes the registration `REGISTER_AT_LOAD` made), every
+/// call blocks until that try has ended.
 fn registered() -> bool {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     *REGISTERED.get_or_init(|| {
@@ -184,7 +184,8 @@ fn registered() -> bool {
             && membarrier_wanted()
             && crate::sys::x86::shootdown_interrupts()
             && shootdown_page().is_some()
-            && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+            && (REGISTERED_AT_LOAD.load(Ordering::Relaxed)
+                || membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0);
         if ok {
             let mode = if crate::sys::x86::prefetchw_supported() {
                 NOTIFY_LIGHT_PREFETCH
@@ -203,12 +204,12 @@ fn registered() -> bool {
 /// The kernel registers a process in one step while it has a single thread, and
 /// otherwise waits for an RCU grace period first (`synchronize_rcu` in
 /// `kernel/sched/membarrier.c`): milliseconds, during which a first park made in
-/// [`registered`] could not be woken. A fresh process whose first wait parked woke
-/// about 9.5 ms after a store that came 2 ms in, on the 2-vCPU guest
-/// (`mwait-experiments first-wake`). Registering here, before `main` has started a
-/// thread, costs one system call; [`registered`] then finds the process registered
-/// and its own call returns at once. Registering makes nothing happen by itself: no
-/// barrier is ever issued unless a park asks for one.
+/// [`registered`] could not be woken: a fresh process whose first wait parked
+/// returned about 13 ms after the store that should have woken it, on the 2-vCPU
+/// guest (`mwait-experiments first-wake`). Registering here, before `main` has
+/// started a thread, costs one system call, and [`registered`] then makes none.
+/// Registering makes nothing happen by itself: no barrier is ever issued unless a
+/// park asks for one.
 ///
 /// Not where `MWAIT_MEMBARRIER` says no (read with `getenv`, the only setting that
 /// exists this early), and not under Miri or loom. A library loaded later with
@@ -218,6 +219,9 @@ fn registered() -> bool {
 #[used]
 #[link_section = ".init_array"]
 static REGISTER_AT_LOAD: extern "C" fn() = register_at_load;
+
+/// Set by `register_at_load` when the kernel accepted the registration.
+static REGISTERED_AT_LOAD: AtomicBool = AtomicBool::new(false);
 
 #[cfg(all(target_arch = "x86_64", not(miri), not(mwait_loom)))]
 extern "C" fn register_at_load() {
@@ -230,8 +234,8 @@ extern "C" fn register_at_load() {
                 .to_str()
                 .is_ok_and(|v| crate::sys::settings::parse_bool(v) == Some(false))
     };
-    if !said_no {
-        membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+    if !said_no && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 {
+        REGISTERED_AT_LOAD.store(true, Ordering::Relaxed);
     }
 }
 
