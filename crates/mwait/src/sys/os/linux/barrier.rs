@@ -211,7 +211,7 @@ fn registered() -> bool {
 /// Registering makes nothing happen by itself: no barrier is ever issued unless a
 /// park asks for one.
 ///
-/// Not where `MWAIT_MEMBARRIER` says no (read with `getenv`, the only setting that
+/// Not where `MWAIT_MEMBARRIER` says no (the environment is the only setting that
 /// exists this early), and not under Miri or loom. A library loaded later with
 /// `dlopen` registers then, as its first park would have (the process then has
 /// other threads, and the grace period is paid by `dlopen`, not by a wait).
@@ -225,15 +225,9 @@ static REGISTERED_AT_LOAD: AtomicBool = AtomicBool::new(false);
 
 #[cfg(all(target_arch = "x86_64", not(miri), not(mwait_loom)))]
 extern "C" fn register_at_load() {
-    // SAFETY: getenv reads the environment, which nothing else changes while the
-    // program's initialisers run; the pointer it returns is read at once.
-    let said_no = unsafe {
-        let v = libc::getenv(c"MWAIT_MEMBARRIER".as_ptr());
-        !v.is_null()
-            && std::ffi::CStr::from_ptr(v)
-                .to_str()
-                .is_ok_and(|v| crate::sys::settings::parse_bool(v) == Some(false))
-    };
+    let said_no = std::env::var_os("MWAIT_MEMBARRIER")
+        .and_then(|v| crate::sys::settings::parse_bool(v.to_str()?))
+        == Some(false);
     if !said_no && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 {
         REGISTERED_AT_LOAD.store(true, Ordering::Relaxed);
     }
