@@ -72,8 +72,20 @@ pub(crate) fn process_cpus_from(
             .unwrap_or_default()
     });
     let v2 = cgroup_dir(&mounts, &groups, Hierarchy::V2);
+    // A v2 controller's files exist in a cgroup only where `cgroup.controllers` names
+    // it (on a hybrid host it names none of those bound to v1): the files of one it
+    // does not name are not looked up.
+    let listed = v2
+        .as_ref()
+        .and_then(|d| read(&format!("{d}/cgroup.controllers")));
+    let v2_has = |c: &str| {
+        listed
+            .as_ref()
+            .map_or(true, |l| l.split_whitespace().any(|x| x == c))
+    };
     let cpuset = v2
         .as_ref()
+        .filter(|_| v2_has("cpuset"))
         .and_then(|d| read(&format!("{d}/cpuset.cpus.effective")))
         .or_else(|| {
             let d = cgroup_dir(&mounts, &groups, Hierarchy::V1("cpuset"))?;
@@ -83,6 +95,11 @@ pub(crate) fn process_cpus_from(
         .and_then(|s| CpuList::parse(&s));
     let quota_v2 = v2.as_ref().and_then(|d| {
         tightest_quota(d, &mounts, Hierarchy::V2, |dir| {
+            // Above the process's cgroup the controller may be enabled where it is
+            // not in its own: those levels are read.
+            if dir == d.as_str() && !v2_has("cpu") {
+                return None;
+            }
             parse_cpu_max(&read(&format!("{dir}/cpu.max"))?)
         })
     });

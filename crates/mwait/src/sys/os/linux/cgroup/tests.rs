@@ -287,3 +287,30 @@ fn a_subtree_mounted_at_the_conventional_place_is_resolved_through_mountinfo() {
     ];
     assert_eq!(cpus_and_reads(&files).0, 8);
 }
+
+/// A v2 controller's files are looked up only where the cgroup's
+/// `cgroup.controllers` names it; above the process's cgroup every level is read,
+/// since a parent may have the controller that the process's cgroup lacks.
+#[test]
+fn v2_files_of_a_controller_the_cgroup_lacks_are_not_looked_up() {
+    let files = [
+        (ONLINE_LIST_PATH, "0-7\n"),
+        (PROC_CGROUP_PATH, "0::/app/worker\n"),
+        ("/sys/fs/cgroup/app/worker/cgroup.controllers", "io memory\n"),
+        ("/sys/fs/cgroup/app/cpu.max", "300000 100000\n"),
+    ];
+    let (n, reads) = cpus_and_reads(&files);
+    assert_eq!(n, 3, "the parent's quota still counts");
+    for skipped in ["cpuset.cpus.effective", "worker/cpu.max"] {
+        assert!(!reads.iter().any(|p| p.ends_with(skipped)), "{reads:?}");
+    }
+    assert!(reads.iter().any(|p| p == "/sys/fs/cgroup/app/cpu.max"), "{reads:?}");
+    // Named, they are read.
+    let mut named = files.to_vec();
+    named[2] = ("/sys/fs/cgroup/app/worker/cgroup.controllers", "cpuset cpu\n");
+    named.push(("/sys/fs/cgroup/app/worker/cpuset.cpus.effective", "0-1\n"));
+    named.push(("/sys/fs/cgroup/app/worker/cpu.max", "max 100000\n"));
+    let (n, reads) = cpus_and_reads(&named);
+    assert_eq!(n, 2);
+    assert!(reads.iter().any(|p| p.ends_with("worker/cpu.max")), "{reads:?}");
+}
