@@ -269,10 +269,9 @@ mod leaves {
                 mwait_interrupt_break: leaf5
                     .as_ref()
                     .is_some_and(|m| m.interrupts_as_break_event()),
-                waitpkg: max_leaf >= 7
-                    && cpuid
-                        .get_extended_feature_info()
-                        .is_some_and(|f| f.has_waitpkg()),
+                // Leaf 7 subleaf 0 ECX[5]; raw-cpuid's `get_extended_feature_info`
+                // would read subleaf 1 too, one more CPUID for nothing here.
+                waitpkg: max_leaf >= 7 && raw.cpuid2(7, 0).ecx & WAITPKG != 0,
                 monitorx: max_ext >= 0x8000_0001
                     && cpuid
                         .get_extended_processor_and_feature_identifiers()
@@ -296,6 +295,9 @@ mod leaves {
     }
 
     use raw_cpuid::{CpuId, CpuIdReader, FeatureInfo, MonitorMwaitInfo};
+
+    /// CPUID.(EAX=7, ECX=0):ECX\[5\], WAITPKG (UMONITOR, UMWAIT, TPAUSE).
+    const WAITPKG: u32 = 1 << 5;
 
     /// The vendor named by leaf 0.
     pub(super) fn vendor<R: CpuIdReader>(cpuid: &CpuId<R>) -> Vendor {

@@ -279,22 +279,15 @@ pub(crate) fn shootdown_interrupts() -> bool {
     extended_leaves().1.map_or(true, |l| l.ebx & INVLPGB == 0)
 }
 
-/// CPUID leaves 0x8000_0001 and 0x8000_0008 where the CPU has them, read once for
-/// both questions above (three CPUID instructions, each an exit to the hypervisor in
-/// a guest: about 4 µs apiece on the 2-vCPU guest, in a process's first park).
+/// CPUID leaves 0x8000_0001 and 0x8000_0008 where the CPU has them (through the
+/// process's CPUID memo, which detection has filled with the first two).
 #[cfg(target_os = "linux")]
 fn extended_leaves() -> (Option<raw_cpuid::CpuIdResult>, Option<raw_cpuid::CpuIdResult>) {
     use raw_cpuid::CpuIdReader;
-    static LEAVES: std::sync::OnceLock<(
-        Option<raw_cpuid::CpuIdResult>,
-        Option<raw_cpuid::CpuIdResult>,
-    )> = std::sync::OnceLock::new();
-    *LEAVES.get_or_init(|| {
-        let raw = super::cpuid::native_reader();
-        let max_ext = raw.cpuid1(0x8000_0000).eax;
-        let leaf = |l: u32| (max_ext >= l).then(|| raw.cpuid1(l));
-        (leaf(0x8000_0001), leaf(0x8000_0008))
-    })
+    let raw = super::cpuid::native_reader();
+    let max_ext = raw.cpuid1(0x8000_0000).eax;
+    let leaf = |l: u32| (max_ext >= l).then(|| raw.cpuid1(l));
+    (leaf(0x8000_0001), leaf(0x8000_0008))
 }
 
 /// Asks for `word`'s cache line in the exclusive state ahead of a store to it
