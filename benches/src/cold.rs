@@ -55,13 +55,17 @@ pub enum Scenario {
     /// ([`scenarios::slow_producers_both_ways`]), and the two orders together cancel
     /// that.
     LongWaitFirst,
+    /// The process's first wait, one that parks: the main thread waits for a thread
+    /// that stores [`FIRST_WAKE_DELAY`] after it starts; measured is how long after
+    /// the store the wait returned.
+    FirstWake,
     /// The barrier scenario (its threads pinned to CPUs 0 and 1).
     Barrier,
 }
 
 impl Scenario {
     /// Every cold scenario, in report order.
-    pub const ALL: [Scenario; 8] = [
+    pub const ALL: [Scenario; 9] = [
         Scenario::Pinned,
         Scenario::Unpinned,
         Scenario::LatePartner,
@@ -69,6 +73,7 @@ impl Scenario {
         Scenario::SameCpu,
         Scenario::LongWait,
         Scenario::LongWaitFirst,
+        Scenario::FirstWake,
         Scenario::Barrier,
     ];
 
@@ -82,6 +87,7 @@ impl Scenario {
             Scenario::SameCpu => "same_cpu",
             Scenario::LongWait => "long_wait",
             Scenario::LongWaitFirst => "long_wait_first",
+            Scenario::FirstWake => "first_wake",
             Scenario::Barrier => "barrier",
         }
     }
@@ -96,6 +102,7 @@ impl Scenario {
             Scenario::SameCpu => "same_cpu, both pinned to CPU 0",
             Scenario::LongWait => "long_wait, pinned, a store every ~1 ms",
             Scenario::LongWaitFirst => "long_wait, pinned, a store every ~1 ms, started first",
+            Scenario::FirstWake => "first wake: the process's first wait, parked, a store 2 ms in",
             Scenario::Barrier => "barrier, pinned, asymmetric work",
         }
     }
@@ -109,9 +116,10 @@ impl Scenario {
             | Scenario::Unpinned
             | Scenario::LatePartner
             | Scenario::AfterPause => &["waitcell", "pause", "futex"],
-            Scenario::SameCpu | Scenario::LongWait | Scenario::LongWaitFirst => {
-                &["waitcell", "futex"]
-            }
+            Scenario::SameCpu
+            | Scenario::LongWait
+            | Scenario::LongWaitFirst
+            | Scenario::FirstWake => &["waitcell", "futex"],
             Scenario::Barrier => &["waitcell", "std-barrier", "spin"],
         }
     }
@@ -197,7 +205,7 @@ pub fn tier_shares() -> Option<TierShares> {
 }
 
 /// The child's command line for `scenario` with the mechanism `name`: `amount` is
-/// the steady budget in ms, or the barrier's episode count.
+/// the steady budget in ms, the barrier's episode count, or (first wake) ignored.
 pub fn child_args(scenario: Scenario, name: &str, amount: u64) -> Vec<String> {
     vec![
         COLD_ARG.to_string(),
@@ -242,6 +250,10 @@ fn run(scenario: &str, name: &str, amount: &str) -> Result<Measures, String> {
             let budget = Duration::from_millis(amount);
             if let Scenario::LongWait | Scenario::LongWaitFirst = scenario {
                 long_wait(make, budget, scenario == Scenario::LongWaitFirst)
+            } else if scenario == Scenario::FirstWake {
+                let mut m = Measures::default();
+                m.push("first_wake_ns", first_wake(make) as f64);
+                m
             } else {
                 pingpong(make, scenario, budget)
             }
@@ -305,6 +317,28 @@ fn pingpong(make: Make, scenario: Scenario, budget: Duration) -> Measures {
 /// Samples of [`crate::ROUND_TRIP_BATCH`] round trips each, [`FIRST`] round trips'
 /// worth.
 const FIRST_SAMPLES: usize = (FIRST / crate::ROUND_TRIP_BATCH) as usize;
+
+/// How long after its partner's store [`Scenario::FirstWake`]'s first wait waits.
+pub const FIRST_WAKE_DELAY: Duration = Duration::from_millis(2);
+
+/// The calling thread's first wait on a `make` signal: a thread it starts stores
+/// [`FIRST_WAKE_DELAY`] later. Returns how long after the store the wait returned,
+/// in ns (an `Instant` read on each side). Call it before anything else of the
+/// mechanism has run, in a fresh process, for a first wait.
+pub fn first_wake(make: Make) -> u64 {
+    let signal: std::sync::Arc<dyn crate::Signal> = std::sync::Arc::from(make());
+    let s = signal.clone();
+    let storer = thread::spawn(move || {
+        thread::sleep(FIRST_WAKE_DELAY);
+        let at = std::time::Instant::now();
+        s.set(1);
+        at
+    });
+    signal.wait_ge(1);
+    let woke = std::time::Instant::now();
+    let stored = storer.join().expect("the storing thread");
+    duration_ns(woke.saturating_duration_since(stored))
+}
 
 /// The waiter's CPU and wake latency under a store every ~1 ms, pinned.
 ///

@@ -565,22 +565,10 @@ fn first_wake(processes: usize, names: &[&str]) {
 
 /// A child of `first-wake`: nothing of the mechanism runs before the wait.
 fn first_wake_child(name: &str) {
-    use std::sync::Arc;
     // `impls::by_name`, which asks mwait nothing: detection and the selection run in
     // the first wait, as in a program that meets the crate there.
     let make = impls::by_name(name).unwrap_or_else(|| panic!("no mechanism named {name}"));
-    let signal: Arc<dyn mwait_benches::Signal> = Arc::from(make());
-    let s = signal.clone();
-    let storer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(2));
-        let at = Instant::now();
-        s.set(1);
-        at
-    });
-    signal.wait_ge(1);
-    let woke = Instant::now();
-    let stored = storer.join().expect("the storing thread");
-    println!("{}", duration_ns(woke.saturating_duration_since(stored)));
+    println!("{}", mwait_benches::cold::first_wake(make));
 }
 
 /// One slow pair of `long-wait-trace`: a fresh cell of `make` and a fresh waiter
