@@ -287,10 +287,7 @@ mod leaves {
 
         /// This CPU's capabilities.
         pub(super) fn native(os: OsFacts) -> Capabilities {
-            Capabilities::from_cpuid(
-                sys::x86::cpuid::Memo::new(sys::x86::cpuid::native_reader()),
-                os,
-            )
+            Capabilities::from_cpuid(sys::x86::cpuid::native_reader(), os)
         }
     }
 

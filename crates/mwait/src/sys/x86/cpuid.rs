@@ -25,76 +25,49 @@ pub(crate) fn tsc_hz_from_cpuid<R: raw_cpuid::CpuIdReader>(raw: &R) -> Option<u6
 }
 
 /// A CPUID reader that asks `inner` once per leaf and subleaf and answers repeats
-/// from its memory, which its clones share. Under a hypervisor every CPUID
-/// instruction exits to it, and raw-cpuid reads leaves 0 and 0x8000_0000 for itself
-/// where detection reads them again. Detection runs in the first wait of a process,
+/// from `seen`, which its clones share. Under a hypervisor every CPUID instruction
+/// exits to it (about 4 µs apiece on the 2-vCPU guest), and detection, the
+/// barrier's checks and the TSC code ask for some of the same leaves, as raw-cpuid
+/// does for itself (leaves 0 and 0x8000_0000), all in the first wait of a process,
 /// on the waiting thread's time (the figures: `docs/design-notes.md`).
 #[derive(Clone)]
-pub(crate) struct Memo<R> {
+pub(crate) struct Memo<'a, R> {
     inner: R,
-    seen: std::rc::Rc<std::cell::RefCell<Vec<Answer>>>,
+    seen: &'a std::sync::Mutex<Vec<Answer>>,
 }
 
 /// A leaf and subleaf, and what the CPU answered.
 type Answer = ((u32, u32), raw_cpuid::CpuIdResult);
 
-impl<R: raw_cpuid::CpuIdReader> Memo<R> {
-    pub(crate) fn new(inner: R) -> Memo<R> {
-        Memo {
-            inner,
-            seen: Default::default(),
-        }
+impl<'a, R: raw_cpuid::CpuIdReader> Memo<'a, R> {
+    pub(crate) fn new(inner: R, seen: &'a std::sync::Mutex<Vec<Answer>>) -> Memo<'a, R> {
+        Memo { inner, seen }
     }
 }
 
-impl<R: raw_cpuid::CpuIdReader> raw_cpuid::CpuIdReader for Memo<R> {
+impl<R: raw_cpuid::CpuIdReader> raw_cpuid::CpuIdReader for Memo<'_, R> {
     fn cpuid2(&self, eax: u32, ecx: u32) -> raw_cpuid::CpuIdResult {
-        let known = self
-            .seen
-            .borrow()
-            .iter()
-            .find(|(k, _)| *k == (eax, ecx))
-            .map(|(_, r)| *r);
-        known.unwrap_or_else(|| {
-            let r = self.inner.cpuid2(eax, ecx);
-            self.seen.borrow_mut().push(((eax, ecx), r));
-            r
-        })
-    }
-}
-
-/// This CPU's CPUID, each leaf and subleaf executed once per process: detection,
-/// the barrier's checks and the TSC code ask for some of the same leaves, and under
-/// a hypervisor every CPUID instruction exits to it (about 4 µs apiece on the
-/// 2-vCPU guest, in a process's first wait). The leaves read are the same on every
-/// CPU (none of their per-CPU fields, such as leaf 1's APIC ID, is read). Under Miri,
-/// which cannot execute the instruction, a CPU that answers every leaf with zeros:
-/// no vendor, no leaves, so no hardware wait.
-#[cfg(not(miri))]
-pub(crate) fn native_reader() -> impl raw_cpuid::CpuIdReader {
-    OncePerProcess
-}
-
-/// See [`native_reader`].
-#[cfg(not(miri))]
-#[derive(Clone, Copy)]
-struct OncePerProcess;
-
-#[cfg(not(miri))]
-impl raw_cpuid::CpuIdReader for OncePerProcess {
-    fn cpuid2(&self, eax: u32, ecx: u32) -> raw_cpuid::CpuIdResult {
-        static SEEN: std::sync::Mutex<Vec<Answer>> = std::sync::Mutex::new(Vec::new());
         // The list holds plain answers that no panic can leave half-written.
-        let mut seen = SEEN
+        let mut seen = self
+            .seen
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some((_, r)) = seen.iter().find(|(k, _)| *k == (eax, ecx)) {
             return *r;
         }
-        let r = raw_cpuid::CpuIdReaderNative.cpuid2(eax, ecx);
+        let r = self.inner.cpuid2(eax, ecx);
         seen.push(((eax, ecx), r));
         r
     }
+}
+
+/// This CPU's CPUID, each leaf and subleaf executed once per process (a [`Memo`]
+/// over the instruction). The leaves read are the same on every CPU: none of their
+/// per-CPU fields, such as leaf 1's APIC ID, is read.
+#[cfg(not(miri))]
+pub(crate) fn native_reader() -> impl raw_cpuid::CpuIdReader {
+    static SEEN: std::sync::Mutex<Vec<Answer>> = std::sync::Mutex::new(Vec::new());
+    Memo::new(raw_cpuid::CpuIdReaderNative, &SEEN)
 }
 
 /// This CPU's CPUID. Under Miri, which cannot execute the instruction, a CPU that
@@ -129,7 +102,8 @@ mod tests {
                 edx: 7,
             }
         };
-        let memo = Memo::new(reader.clone());
+        let seen = std::sync::Mutex::new(Vec::new());
+        let memo = Memo::new(reader.clone(), &seen);
         let clone = memo.clone();
         for (leaf, sub) in [(0, 0), (1, 0), (0, 0), (7, 1), (7, 0), (7, 1)] {
             assert_eq!(memo.cpuid2(leaf, sub), reader.cpuid2(leaf, sub));
