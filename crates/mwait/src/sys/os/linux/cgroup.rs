@@ -44,24 +44,16 @@ const MAX_CPU: u32 = 1 << 16;
 /// are a handful deep; this bounds the reads on a pathological path.
 const MAX_CGROUP_DEPTH: usize = 32;
 
-/// How many CPUs this process may use (at least 1; see the module docs), over a file reader (`None`: the file cannot be read), so that the
-/// whole resolution runs in tests on fixture trees. `fallback` gives the online count
-/// when the online list is unreadable.
+/// How many CPUs this process may use (at least 1; see the module docs), over a
+/// file reader (`None`: the file cannot be read), so that the whole resolution runs
+/// in tests on fixture trees. `fallback` gives the online count when the online list
+/// is unreadable.
 pub(crate) fn process_cpus_from(
     read: &dyn Fn(&str) -> Option<String>,
     fallback: fn() -> usize,
 ) -> usize {
-    // Each file is read once: the conventional mount points are recognised by the
-    // files read next.
-    let seen = std::cell::RefCell::new(Vec::<(String, Option<String>)>::new());
-    let read = |path: &str| -> Option<String> {
-        if let Some((_, text)) = seen.borrow().iter().find(|(p, _)| p == path) {
-            return text.clone();
-        }
-        let text = read(path);
-        seen.borrow_mut().push((path.to_string(), text.clone()));
-        text
-    };
+    let seen = std::cell::RefCell::new(Vec::new());
+    let read = |path: &str| read_once(&seen, read, path);
     let online = read(ONLINE_LIST_PATH).and_then(|s| CpuList::parse(&s));
     let groups = read(PROC_CGROUP_PATH)
         .map(|s| parse_proc_cgroup(&s))
@@ -71,7 +63,33 @@ pub(crate) fn process_cpus_from(
             .map(|s| parse_mountinfo(&s))
             .unwrap_or_default()
     });
-    let v2 = cgroup_dir(&mounts, &groups, Hierarchy::V2);
+    let (cpuset, quota) = limits(&read, &mounts, &groups);
+    combine(online.as_ref(), cpuset.as_ref(), quota, fallback)
+}
+
+/// `read(path)`, each path read once: `seen` keeps the answers, since the
+/// conventional mount points are recognised by the files read next.
+fn read_once(
+    seen: &std::cell::RefCell<Vec<(String, Option<String>)>>,
+    read: &dyn Fn(&str) -> Option<String>,
+    path: &str,
+) -> Option<String> {
+    if let Some((_, text)) = seen.borrow().iter().find(|(p, _)| p == path) {
+        return text.clone();
+    }
+    let text = read(path);
+    seen.borrow_mut().push((path.to_string(), text.clone()));
+    text
+}
+
+/// The process's cpuset and its tightest CPU quota, from its cgroups in `mounts`
+/// (v2, else v1 for the cpuset; both for the quota, the tighter counting).
+fn limits(
+    read: &dyn Fn(&str) -> Option<String>,
+    mounts: &[Mount],
+    groups: &[CgroupEntry],
+) -> (Option<CpuList>, Option<usize>) {
+    let v2 = cgroup_dir(mounts, groups, Hierarchy::V2);
     // A v2 controller's files exist in a cgroup only where `cgroup.controllers` names
     // it (on a hybrid host it names none of those bound to v1): the files of one it
     // does not name are not looked up.
@@ -88,13 +106,13 @@ pub(crate) fn process_cpus_from(
         .filter(|_| v2_has("cpuset"))
         .and_then(|d| read(&format!("{d}/cpuset.cpus.effective")))
         .or_else(|| {
-            let d = cgroup_dir(&mounts, &groups, Hierarchy::V1("cpuset"))?;
+            let d = cgroup_dir(mounts, groups, Hierarchy::V1("cpuset"))?;
             read(&format!("{d}/cpuset.effective_cpus"))
                 .or_else(|| read(&format!("{d}/cpuset.cpus")))
         })
         .and_then(|s| CpuList::parse(&s));
     let quota_v2 = v2.as_ref().and_then(|d| {
-        tightest_quota(d, &mounts, Hierarchy::V2, |dir| {
+        tightest_quota(d, mounts, Hierarchy::V2, |dir| {
             // Above the process's cgroup the controller may be enabled where it is
             // not in its own: those levels are read.
             if dir == d.as_str() && !v2_has("cpu") {
@@ -103,8 +121,8 @@ pub(crate) fn process_cpus_from(
             parse_cpu_max(&read(&format!("{dir}/cpu.max"))?)
         })
     });
-    let quota_v1 = cgroup_dir(&mounts, &groups, Hierarchy::V1("cpu")).and_then(|d| {
-        tightest_quota(&d, &mounts, Hierarchy::V1("cpu"), |dir| {
+    let quota_v1 = cgroup_dir(mounts, groups, Hierarchy::V1("cpu")).and_then(|d| {
+        tightest_quota(&d, mounts, Hierarchy::V1("cpu"), |dir| {
             parse_cfs_quota(
                 &read(&format!("{dir}/cpu.cfs_quota_us"))?,
                 &read(&format!("{dir}/cpu.cfs_period_us"))?,
@@ -115,7 +133,7 @@ pub(crate) fn process_cpus_from(
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    combine(online.as_ref(), cpuset.as_ref(), quota, fallback)
+    (cpuset, quota)
 }
 
 /// The count from its parts: the online CPUs within the cpuset (an empty
