@@ -218,8 +218,8 @@ impl Capabilities {
 
 /// The running system's capabilities. `umwait_control` is read only where CPUID
 /// reports WAITPKG: Linux makes the directory only on such CPUs
-/// (`arch/x86/kernel/cpu/umwait.c`), and elsewhere the failed look-up cost a fresh
-/// process's first wait about 7 µs on the 2-vCPU guest.
+/// (`arch/x86/kernel/cpu/umwait.c`), and elsewhere the failed look-up would cost a
+/// fresh process's first wait about 7 µs on the 2-vCPU guest.
 fn detect_now() -> Capabilities {
     let mut caps = Capabilities::native(OsFacts::read());
     if caps.waitpkg {

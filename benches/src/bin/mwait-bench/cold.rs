@@ -390,9 +390,9 @@ fn targets(runs: &ColdRuns) -> Vec<Target> {
         &long_wait_both_orders(runs, "waitcell"),
         Bound::AtMost(1.05),
     ));
-    // A first park that waited for a one-time registration returned milliseconds
-    // late (about 13 ms on the 2-vCPU guest against 40-75 µs for futex); twice
-    // futex's leaves room for the one-time detection, a fraction of that.
+    // A first park that made the `membarrier` registration itself would wait out an
+    // RCU grace period (milliseconds) before it could be woken; twice futex's
+    // leaves room for the one-time detection, a fraction of that.
     t.push(ratio(
         Scenario::FirstWake,
         "first_wake_ns",

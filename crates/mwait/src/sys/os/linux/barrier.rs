@@ -203,13 +203,13 @@ fn registered() -> bool {
 ///
 /// The kernel registers a process in one step while it has a single thread, and
 /// otherwise waits for an RCU grace period first (`synchronize_rcu` in
-/// `kernel/sched/membarrier.c`): milliseconds, during which a first park made in
-/// [`registered`] could not be woken: a fresh process whose first wait parked
-/// returned about 13 ms after the store that should have woken it, on the 2-vCPU
-/// guest (`mwait-experiments first-wake`). Registering here, before `main` has
-/// started a thread, costs one system call, and [`registered`] then makes none.
-/// Registering makes nothing happen by itself: no barrier is ever issued unless a
-/// park asks for one.
+/// `kernel/sched/membarrier.c`): milliseconds, during which a first park that made
+/// the registration in [`registered`] could not be woken. Without this entry a fresh
+/// process's first wait returns about 13 ms after the store that should wake it on
+/// the 2-vCPU guest (`mwait-experiments first-wake`, or the cold `first_wake` row of
+/// `mwait-bench`). Registering here, before `main` has started a thread, costs one
+/// system call, and [`registered`] then makes none. Registering makes nothing happen
+/// by itself: no barrier is ever issued unless a park asks for one.
 ///
 /// Not where `MWAIT_MEMBARRIER` says no (the environment is the only setting that
 /// exists this early), and not under Miri or loom. A library loaded later with
