@@ -252,7 +252,9 @@ fn run(scenario: &str, name: &str, amount: &str) -> Result<Measures, String> {
                 long_wait(make, budget, scenario == Scenario::LongWaitFirst)
             } else if scenario == Scenario::FirstWake {
                 let mut m = Measures::default();
-                m.push("first_wake_ns", first_wake(make) as f64);
+                let w = first_wake(make);
+                m.push("first_wake_ns", w.late_ns as f64);
+                m.push("first_wait_cpu_ns", w.cpu_ns as f64);
                 m
             } else {
                 pingpong(make, scenario, budget)
@@ -321,11 +323,21 @@ const FIRST_SAMPLES: usize = (FIRST / crate::ROUND_TRIP_BATCH) as usize;
 /// How long after its partner's store [`Scenario::FirstWake`]'s first wait waits.
 pub const FIRST_WAKE_DELAY: Duration = Duration::from_millis(2);
 
+/// What [`first_wake`] measured.
+#[derive(Clone, Copy, Debug)]
+pub struct FirstWake {
+    /// How long after the store the wait returned, ns (an `Instant` read on each
+    /// side).
+    pub late_ns: u64,
+    /// The waiting thread's CPU time in the wait, ns: the one-time work of a first
+    /// wait (detection, registrations) and the park.
+    pub cpu_ns: u64,
+}
+
 /// The calling thread's first wait on a `make` signal: a thread it starts stores
-/// [`FIRST_WAKE_DELAY`] later. Returns how long after the store the wait returned,
-/// in ns (an `Instant` read on each side). Call it before anything else of the
-/// mechanism has run, in a fresh process, for a first wait.
-pub fn first_wake(make: Make) -> u64 {
+/// [`FIRST_WAKE_DELAY`] later. Call it before anything else of the mechanism has
+/// run, in a fresh process, for a first wait.
+pub fn first_wake(make: Make) -> FirstWake {
     let signal: std::sync::Arc<dyn crate::Signal> = std::sync::Arc::from(make());
     let s = signal.clone();
     let storer = thread::spawn(move || {
@@ -334,10 +346,15 @@ pub fn first_wake(make: Make) -> u64 {
         s.set(1);
         at
     });
+    let cpu0 = mwait_support::thread_cpu_time();
     signal.wait_ge(1);
     let woke = std::time::Instant::now();
+    let cpu = mwait_support::thread_cpu_time() - cpu0;
     let stored = storer.join().expect("the storing thread");
-    duration_ns(woke.saturating_duration_since(stored))
+    FirstWake {
+        late_ns: duration_ns(woke.saturating_duration_since(stored)),
+        cpu_ns: duration_ns(cpu),
+    }
 }
 
 /// The waiter's CPU and wake latency under a store every ~1 ms, pinned.

@@ -68,8 +68,9 @@
 //!   that parks: `PROCESSES` (15) children per named mechanism (`waitcell futex`),
 //!   in turns, each this binary started again; in each, the main thread waits for
 //!   a thread it starts, which sleeps 2 ms and stores, and the child prints how long
-//!   after that store the wait returned (a clock read on each side); per mechanism
-//!   the median, the smallest and the largest.
+//!   after that store the wait returned (a clock read on each side) and the waiting
+//!   thread's CPU time in the wait; per mechanism the median, smallest and largest
+//!   of the first, the median of the second.
 //!
 //! To get the "before" side of a comparison, copy this file into a checkout of the
 //! earlier commit (it uses only the harness's public functions) and run it there.
@@ -533,7 +534,8 @@ const FIRST_WAKE_CHILD: &str = "--first-wake-child";
 /// `first-wake`: see the module docs.
 fn first_wake(processes: usize, names: &[&str]) {
     let exe = std::env::current_exe().expect("this binary's path");
-    let mut late: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    // Per mechanism, (late, CPU) of each child.
+    let mut got: Vec<(Vec<f64>, Vec<f64>)> = vec![Default::default(); names.len()];
     for _ in 0..processes {
         for (i, name) in names.iter().enumerate() {
             let out = std::process::Command::new(&exe)
@@ -541,24 +543,30 @@ fn first_wake(processes: usize, names: &[&str]) {
                 .output()
                 .expect("the child runs");
             let text = String::from_utf8_lossy(&out.stdout);
-            let ns: f64 = text.trim().parse().unwrap_or_else(|_| {
+            let nums: Vec<f64> = text
+                .split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect();
+            let [late, cpu] = nums[..] else {
                 panic!(
                     "child {name}: {text} {}",
                     String::from_utf8_lossy(&out.stderr)
                 )
-            });
-            late[i].push(ns);
+            };
+            got[i].0.push(late);
+            got[i].1.push(cpu);
         }
     }
-    for (name, mut v) in names.iter().zip(late) {
-        v.sort_by(f64::total_cmp);
+    for (name, (mut late, cpu)) in names.iter().zip(got) {
+        late.sort_by(f64::total_cmp);
         println!(
             "{name}: the first wait returned {:.0} us after the store (median of {} \
-             processes; {:.0}..{:.0} us)",
-            median(&v) / 1e3,
-            v.len(),
-            v[0] / 1e3,
-            v[v.len() - 1] / 1e3
+             processes; {:.0}..{:.0} us); its thread's CPU in it: median {:.0} us",
+            median(&late) / 1e3,
+            late.len(),
+            late[0] / 1e3,
+            late[late.len() - 1] / 1e3,
+            median(&cpu) / 1e3
         );
     }
 }
@@ -568,7 +576,8 @@ fn first_wake_child(name: &str) {
     // `impls::by_name`, which asks mwait nothing: detection and the selection run in
     // the first wait, as in a program that meets the crate there.
     let make = impls::by_name(name).unwrap_or_else(|| panic!("no mechanism named {name}"));
-    println!("{}", mwait_benches::cold::first_wake(make));
+    let w = mwait_benches::cold::first_wake(make);
+    println!("{} {}", w.late_ns, w.cpu_ns);
 }
 
 /// One slow pair of `long-wait-trace`: a fresh cell of `make` and a fresh waiter
