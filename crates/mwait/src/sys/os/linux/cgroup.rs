@@ -89,7 +89,10 @@ fn limits(
     mounts: &[Mount],
     groups: &[CgroupEntry],
 ) -> (Option<CpuList>, Option<usize>) {
-    let v2 = cgroup_dir(mounts, groups, Hierarchy::V2);
+    let v2 = Hierarchy::V2
+        .counts(groups)
+        .then(|| cgroup_dir(mounts, groups, Hierarchy::V2))
+        .flatten();
     // A v2 controller's files exist in a cgroup only where `cgroup.controllers` names
     // it (on a hybrid host it names none of those bound to v1): the files of one it
     // does not name are not looked up.
@@ -123,10 +126,12 @@ fn limits(
     });
     let quota_v1 = cgroup_dir(mounts, groups, Hierarchy::V1("cpu")).and_then(|d| {
         tightest_quota(&d, mounts, Hierarchy::V1("cpu"), |dir| {
-            parse_cfs_quota(
-                &read(&format!("{dir}/cpu.cfs_quota_us"))?,
-                &read(&format!("{dir}/cpu.cfs_period_us"))?,
-            )
+            // A quota of -1 (no limit, the default) needs no period.
+            let quota = read(&format!("{dir}/cpu.cfs_quota_us"))?;
+            if quota.trim().starts_with('-') {
+                return None;
+            }
+            parse_cfs_quota(&quota, &read(&format!("{dir}/cpu.cfs_period_us"))?)
         })
     });
     let quota = match (quota_v2, quota_v1) {
@@ -355,6 +360,16 @@ impl Hierarchy {
         })
     }
 
+    /// Whether the count reads this hierarchy: every v1 one it looks up, and v2
+    /// unless v1 hierarchies carry both `cpuset` and `cpu`. A controller is bound to
+    /// one hierarchy at a time, so v2 then has neither (a hybrid host such as the
+    /// 2-vCPU guest, whose v2 hierarchy holds `hugetlb` alone), and its files,
+    /// looked for at two places, would cost a fresh process's first wait two opens.
+    fn counts(self, groups: &[CgroupEntry]) -> bool {
+        let in_v1 = |c: &'static str| Hierarchy::V1(c).entry(groups).is_some();
+        self != Hierarchy::V2 || !(in_v1("cpuset") && in_v1("cpu"))
+    }
+
     fn entry(self, groups: &[CgroupEntry]) -> Option<&CgroupEntry> {
         groups.iter().find(|g| match self {
             Hierarchy::V2 => g.id == 0 && g.controllers.is_empty(),
@@ -419,7 +434,7 @@ fn conventional_mounts(
     const ROOT: &str = "/sys/fs/cgroup";
     let mut mounts = Vec::new();
     for (h, file) in READ_HIERARCHIES {
-        let Some(entry) = h.entry(groups) else {
+        let Some(entry) = h.entry(groups).filter(|_| h.counts(groups)) else {
             continue;
         };
         if entry.path.split('/').any(|c| c == "..") {

@@ -314,3 +314,41 @@ fn v2_files_of_a_controller_the_cgroup_lacks_are_not_looked_up() {
     assert_eq!(n, 2);
     assert!(reads.iter().any(|p| p.ends_with("worker/cpu.max")), "{reads:?}");
 }
+
+/// On a hybrid host whose v1 hierarchies carry both `cpuset` and `cpu`, the v2
+/// hierarchy is not looked up, and a v1 quota of -1 is read without its period.
+#[test]
+fn a_hybrid_host_reads_only_the_files_that_can_limit() {
+    let files = [
+        (ONLINE_LIST_PATH, "0-3\n"),
+        (
+            PROC_CGROUP_PATH,
+            "5:cpuset:/\n4:cpu,cpuacct:/\n2:hugetlb:/\n0::/\n",
+        ),
+        ("/sys/fs/cgroup/unified/cgroup.controllers", "hugetlb\n"),
+        ("/sys/fs/cgroup/cpuset/cpuset.effective_cpus", "0-3\n"),
+        ("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "-1\n"),
+        ("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", "100000\n"),
+    ];
+    let (n, reads) = cpus_and_reads(&files);
+    assert_eq!(n, 4);
+    for skipped in ["cgroup.controllers", "cpu.cfs_period_us"] {
+        assert!(!reads.iter().any(|p| p.ends_with(skipped)), "{reads:?}");
+    }
+    assert_eq!(reads.len(), 4, "{reads:?}");
+    // A quota set: its period is read.
+    let mut quota = files.to_vec();
+    quota[4] = ("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "150000\n");
+    let (n, reads) = cpus_and_reads(&quota);
+    assert_eq!(n, 2);
+    assert!(reads.iter().any(|p| p.ends_with("cpu.cfs_period_us")), "{reads:?}");
+    // With `cpu` on v2 (`cgroup_no_v1=cpu`), v2 is looked up for it.
+    let files = [
+        (ONLINE_LIST_PATH, "0-3\n"),
+        (PROC_CGROUP_PATH, "5:cpuset:/\n0::/job\n"),
+        ("/sys/fs/cgroup/cpuset/cpuset.effective_cpus", "0-3\n"),
+        ("/sys/fs/cgroup/unified/job/cgroup.controllers", "cpu\n"),
+        ("/sys/fs/cgroup/unified/job/cpu.max", "100000 100000\n"),
+    ];
+    assert_eq!(cpus_and_reads(&files).0, 1);
+}
