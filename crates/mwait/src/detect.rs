@@ -1,10 +1,12 @@
 //! What this machine offers: CPUID, the OS's UMWAIT limits, the kernel shim, CPUs;
 //! on AArch64, the auxiliary vector's `AT_HWCAP`/`AT_HWCAP2` and the MIDR.
 //!
-//! Detection runs once per process ([`Capabilities::detect`]) and is cached. The CPUID
-//! part is a pure function of a [`CpuIdReader`](raw_cpuid::CpuIdReader)
-//! ([`Capabilities::from_cpuid`]), so the selection logic is unit-tested on recorded
-//! CPUID dumps of other CPUs (`select/tests.rs`).
+//! Detection runs once per process and is cached: what the waits read first
+//! ([`Capabilities::for_waits`]), the rest when a caller asks for all of it
+//! ([`Capabilities::detect`]). The CPUID part is a pure function of a
+//! [`CpuIdReader`](raw_cpuid::CpuIdReader) ([`Capabilities::waits_from_cpuid`], then
+//! [`Capabilities::with_details_from`]), so the selection logic is unit-tested on
+//! recorded CPUID dumps of other CPUs (`select/tests.rs`).
 //!
 //! The AArch64 part is a pure function of the recorded words too
 //! ([`Capabilities::from_hwcaps`] of a [`Hwcaps`]), so that the rule that offers the
@@ -170,12 +172,24 @@ fn parse_hex(s: &str) -> Option<u64> {
     u64::from_str_radix(s.strip_prefix("0x").unwrap_or(s), 16).ok()
 }
 
+static FOR_WAITS: OnceLock<Capabilities> = OnceLock::new();
 static DETECTED: OnceLock<Capabilities> = OnceLock::new();
 
 impl Capabilities {
     /// Detects this machine's capabilities once and returns the cached result.
     pub fn detect() -> &'static Capabilities {
-        DETECTED.get_or_init(detect_now)
+        DETECTED.get_or_init(|| Capabilities::for_waits().clone().with_details())
+    }
+
+    /// What the waits read of [`Capabilities::detect`], detected once: every field
+    /// the backend choice, the budgets and the ladder read is the same, and the
+    /// fields that only describe the CPU (the brand string, the hypervisor's
+    /// signature, leaf 5's facts, the invariant TSC, the TSC rate) are left empty.
+    /// A fresh process's first wait thus executes five CPUID leaves for detection
+    /// instead of up to thirteen (about 4 µs each in a guest, where each one exits
+    /// to the hypervisor); `detect` reads the rest when a caller asks for them.
+    pub(crate) fn for_waits() -> &'static Capabilities {
+        FOR_WAITS.get_or_init(detect_now)
     }
 
     /// Capabilities of a target without CPUID: no hardware wait at all.
@@ -236,9 +250,12 @@ mod leaves {
     use super::{sys, Capabilities, OsFacts, Vendor};
 
     impl Capabilities {
-        /// Decodes the capabilities from a CPUID reader and OS facts. This is the pure part
-        /// of detection: tests feed it recorded CPUID dumps.
-        pub(crate) fn from_cpuid<R: raw_cpuid::CpuIdReader>(
+        /// Decodes what the waits read ([`Capabilities::for_waits`]) from a CPUID
+        /// reader and OS facts, from leaves 0, 1, 7, 0x8000_0000 and 0x8000_0001; the
+        /// fields that only describe the CPU are left empty, and
+        /// [`Capabilities::with_details_from`] fills them. This is the pure part of
+        /// detection: tests feed both recorded CPUID dumps.
+        pub(crate) fn waits_from_cpuid<R: raw_cpuid::CpuIdReader>(
             reader: R,
             os: OsFacts,
         ) -> Capabilities {
@@ -247,28 +264,11 @@ mod leaves {
             let max_leaf = raw.cpuid1(0).eax;
             let max_ext = raw.cpuid1(0x8000_0000).eax;
             let feat = cpuid.get_feature_info();
-            let hypervisor = feat.as_ref().is_some_and(|f| f.has_hypervisor());
-            let leaf5 = if max_leaf >= 5 {
-                cpuid.get_monitor_mwait_info()
-            } else {
-                None
-            };
             Capabilities {
                 vendor: vendor(&cpuid),
-                brand: brand(&cpuid, max_ext),
                 family_model_stepping: feat.as_ref().map_or((0, 0, 0), family_model_stepping),
-                hypervisor,
-                hypervisor_vendor: if hypervisor {
-                    hypervisor_vendor(&raw)
-                } else {
-                    None
-                },
+                hypervisor: feat.as_ref().is_some_and(|f| f.has_hypervisor()),
                 monitor_mwait: feat.as_ref().is_some_and(|f| f.has_monitor_mwait()),
-                monitor_line: leaf5.as_ref().and_then(monitor_line),
-                mwait_substates: leaf5.as_ref().and_then(|m| mwait_substates(m, &raw)),
-                mwait_interrupt_break: leaf5
-                    .as_ref()
-                    .is_some_and(|m| m.interrupts_as_break_event()),
                 // Leaf 7 subleaf 0 ECX[5]; raw-cpuid's `get_extended_feature_info`
                 // would read subleaf 1 too, one more CPUID for nothing here.
                 waitpkg: max_leaf >= 7 && raw.cpuid2(7, 0).ecx & WAITPKG != 0,
@@ -276,18 +276,56 @@ mod leaves {
                     && cpuid
                         .get_extended_processor_and_feature_identifiers()
                         .is_some_and(|f| f.has_monitorx_mwaitx()),
+                ..Capabilities::without_cpuid(os)
+            }
+        }
+
+        /// These capabilities with the fields that describe the CPU beside what the
+        /// waits read: the brand string, the hypervisor's signature, leaf 5's monitor
+        /// facts, the invariant TSC and the TSC rate (up to eight more CPUID leaves,
+        /// each an exit to the hypervisor in a guest).
+        pub(crate) fn with_details_from<R: raw_cpuid::CpuIdReader>(
+            self,
+            reader: R,
+        ) -> Capabilities {
+            let raw = reader.clone();
+            let cpuid = raw_cpuid::CpuId::with_cpuid_reader(reader);
+            let max_leaf = raw.cpuid1(0).eax;
+            let max_ext = raw.cpuid1(0x8000_0000).eax;
+            let leaf5 = if max_leaf >= 5 {
+                cpuid.get_monitor_mwait_info()
+            } else {
+                None
+            };
+            Capabilities {
+                brand: brand(&cpuid, max_ext),
+                hypervisor_vendor: if self.hypervisor {
+                    hypervisor_vendor(&raw)
+                } else {
+                    None
+                },
+                monitor_line: leaf5.as_ref().and_then(monitor_line),
+                mwait_substates: leaf5.as_ref().and_then(|m| mwait_substates(m, &raw)),
+                mwait_interrupt_break: leaf5
+                    .as_ref()
+                    .is_some_and(|m| m.interrupts_as_break_event()),
                 tsc_invariant: max_ext >= 0x8000_0007
                     && cpuid
                         .get_advanced_power_mgmt_info()
                         .is_some_and(|p| p.has_invariant_tsc()),
                 tsc_hz_cpuid: sys::x86::cpuid::tsc_hz_from_cpuid(&raw),
-                ..Capabilities::without_cpuid(os)
+                ..self
             }
         }
 
-        /// This CPU's capabilities.
+        /// What the waits read of this CPU's capabilities.
         pub(super) fn native(os: OsFacts) -> Capabilities {
-            Capabilities::from_cpuid(sys::x86::cpuid::native_reader(), os)
+            Capabilities::waits_from_cpuid(sys::x86::cpuid::native_reader(), os)
+        }
+
+        /// This CPU's details beside what the waits read.
+        pub(super) fn with_details(self) -> Capabilities {
+            self.with_details_from(sys::x86::cpuid::native_reader())
         }
     }
 
@@ -327,7 +365,7 @@ mod leaves {
     /// 0xf, the extended model prefixes the model for base families 6 and 0xf.
     /// Computed here in `u32`, so that any leaf 1 a reader returns gives a value:
     /// `FeatureInfo::family_id` adds in `u8`, which overflows for extended families
-    /// from 0xf1 (no real CPU, but `Capabilities::from_cpuid` takes any reader).
+    /// from 0xf1 (no real CPU, but `Capabilities::waits_from_cpuid` takes any reader).
     pub(super) fn family_model_stepping(feat: &FeatureInfo) -> (u32, u32, u32) {
         let base_family = u32::from(feat.base_family_id());
         let family = if base_family == 0xf {
@@ -383,11 +421,16 @@ mod leaves {
     }
 }
 
-/// No CPUID here: the auxiliary vector (AArch64 Linux; all zero elsewhere).
+/// No CPUID here: the auxiliary vector (AArch64 Linux; all zero elsewhere), read
+/// whole for the waits.
 #[cfg(not(target_arch = "x86_64"))]
 impl Capabilities {
     fn native(os: OsFacts) -> Capabilities {
         Capabilities::from_hwcaps(Hwcaps::read(), os)
+    }
+
+    fn with_details(self) -> Capabilities {
+        self
     }
 }
 
@@ -415,10 +458,11 @@ pub(crate) fn usable_cpus() -> usize {
 
 impl Capabilities {
     /// Whether these are this CPU's own capabilities, as [`Capabilities::detect`]
-    /// found them (the fields are public: a caller may build or edit any).
+    /// or [`Capabilities::for_waits`] found them (the fields are public: a caller
+    /// may build or edit any).
     pub(crate) fn are_this_cpus(&self) -> bool {
-        let detected = Capabilities::detect();
-        std::ptr::eq(self, detected) || self == detected
+        let waits = Capabilities::for_waits();
+        std::ptr::eq(self, waits) || self == waits || self == Capabilities::detect()
     }
 }
 

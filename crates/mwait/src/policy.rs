@@ -363,7 +363,7 @@ impl Resolved {
 /// assert!(!mwait::selection().reason.is_empty());
 /// ```
 pub fn prepare() {
-    let _ = crate::detect::Capabilities::detect();
+    let _ = crate::detect::Capabilities::for_waits();
     let _ = WaitPolicy::new().resolve();
     crate::sys::park::prepare();
 }

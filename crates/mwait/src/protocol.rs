@@ -807,7 +807,7 @@ fn trees_help() -> bool {
     #[cfg(mwait_loom)]
     return crate::sys::model_wake_trees();
     #[cfg(not(mwait_loom))]
-    return crate::detect::Capabilities::detect().usable_cpus > RELAY_FANOUT as usize + 1;
+    return crate::detect::Capabilities::for_waits().usable_cpus > RELAY_FANOUT as usize + 1;
 }
 
 /// Whether every thread asleep on this cell's value is in its parked count, so that a

@@ -447,7 +447,7 @@ static SELECTION: OnceLock<Choice> = OnceLock::new();
 /// Makes the process's choice, reports each setting it left out, and with
 /// `MWAIT_LOG=1` writes the choice to stderr.
 fn choose() -> Choice {
-    let caps = Capabilities::detect();
+    let caps = Capabilities::for_waits();
     let env = EnvConfig::for_process(&settings::freeze());
     // Every setting is read with the choice, so that a bad one is reported at the
     // first wait that climbs, whether or not this process ever registers for the
@@ -589,7 +589,7 @@ pub(crate) fn backend_hw(b: Backend) -> ForcedTier {
             _ => 2,
         };
         let r = CACHE[i].get_or_init(|| {
-            let caps = Capabilities::detect();
+            let caps = Capabilities::for_waits();
             let env = EnvConfig::from_env();
             let offered = caps.offers(b);
             let tier = if !offered && !env.unsafe_force {

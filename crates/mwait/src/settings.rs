@@ -89,7 +89,7 @@ impl Settings {
     /// offer; [`SettingsError::Conflict`] for a backend both forced and turned off.
     pub fn apply(self) -> Result<(), SettingsError> {
         if let Some(b) = self.backend {
-            let caps = Capabilities::detect();
+            let caps = Capabilities::for_waits();
             if !caps.offers(b) {
                 return Err(SettingsError::NotOffered {
                     backend: b,

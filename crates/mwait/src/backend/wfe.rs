@@ -234,7 +234,7 @@ mod on_aarch64 {
     /// (`MWAIT_TEST_RUNNER`, which `cargo xtask aarch64-test` sets: its WFE is a
     /// no-op); `None` on a CPU that offers it not, where a WFE could sleep unbounded.
     fn tier() -> Option<Wfe> {
-        let caps = crate::detect::Capabilities::detect();
+        let caps = crate::detect::Capabilities::for_waits();
         let emulated = std::env::var_os("MWAIT_TEST_RUNNER").is_some();
         let token = crate::sys::arm::EventWait::new(caps).or_else(|| {
             // SAFETY: only under the emulator, whose WFE returns at once.

@@ -61,7 +61,7 @@ pub(crate) fn last_reading_allows_spin() -> bool {
 /// not oversubscribed. Re-reads the run queue if the last reading is older than
 /// [`LOAD_CHECK_INTERVAL_NS`].
 pub(crate) fn allows_spin_now(now: u64) -> bool {
-    !oversubscribed(Capabilities::detect().usable_cpus, now)
+    !oversubscribed(Capabilities::for_waits().usable_cpus, now)
 }
 
 /// The streak after a reading: `running` runnable threads (None: unreadable) on

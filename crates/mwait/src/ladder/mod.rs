@@ -155,7 +155,7 @@ fn spin_budget(cell: Learning<'_>, pol: &Resolved, handoff: bool) -> u64 {
         false => pol.spin_ns,
         true if pol.spin_ns > 0 && cell.adapt.spins(handoff) => {
             // Never 0: the rule's budgets have a floor.
-            let b = estimate::current(Capabilities::detect().hypervisor);
+            let b = estimate::current(Capabilities::for_waits().hypervisor);
             if handoff {
                 b.handoff_ns
             } else {

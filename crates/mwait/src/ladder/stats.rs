@@ -258,7 +258,7 @@ impl fmt::Display for ProcessStats {
 /// println!("spin {spin:.0} %, hardware {hw:.0} %, park {park:.0} %");
 /// ```
 pub fn stats() -> ProcessStats {
-    process_stats(crate::detect::Capabilities::detect().hypervisor)
+    process_stats(crate::detect::Capabilities::for_waits().hypervisor)
 }
 
 /// [`stats`] for a machine with or without a hypervisor.

@@ -120,6 +120,20 @@ fn the_selection_of_this_cpu_builds_what_it_offers() {
 /// without executing anything: it returns what `plan` returns. Were it to build
 /// the tier and run its self-test, this test process would die of SIGILL
 /// (UMONITOR on a CPU without WAITPKG).
+/// What the waits read of this CPU and the whole detection are both its own, and
+/// offer the same backends.
+#[test]
+fn this_cpus_two_detections_agree_on_what_the_waits_read() {
+    let (waits, whole) = (Capabilities::for_waits(), Capabilities::detect());
+    assert!(waits.are_this_cpus() && whole.are_this_cpus());
+    assert_eq!(waits.offered(), whole.offered());
+    assert_eq!(Defaults::for_caps(waits), Defaults::for_caps(whole));
+    assert_eq!(
+        (waits.usable_cpus, waits.dev_mwait),
+        (whole.usable_cpus, whole.dev_mwait)
+    );
+}
+
 #[test]
 fn select_on_foreign_capabilities_only_plans() {
     let mut caps = Capabilities::detect().clone();
@@ -152,7 +166,8 @@ fn select_on_foreign_capabilities_only_plans() {
     }
 }
 
-/// The recorded dumps, read through [`Capabilities::from_cpuid`].
+/// The recorded dumps, read as [`Capabilities::detect`] reads this CPU: what the
+/// waits read, then the details.
 #[cfg(target_arch = "x86_64")]
 mod dumps {
     use super::*;
@@ -188,31 +203,37 @@ mod dumps {
             dev_mwait: false,
             usable_cpus: 4,
         };
-        let caps = Capabilities::from_cpuid(reader, os);
+        let caps = Capabilities::waits_from_cpuid(reader, os).with_details_from(reader);
         assert_eq!(caps.vendor, Vendor::Intel);
         assert!(caps.monitor_mwait && !caps.waitpkg);
         assert_eq!(caps.usable_cpus, 4);
     }
 
-    /// The text of dump `tests/cpuid/{name}.txt`, compiled in: the tests then read no
-    /// file, so that they also run under Miri with its isolation on (`cargo xtask miri`).
-    fn dump_text(name: &str) -> &'static str {
-        macro_rules! dumps {
-            ($($n:literal),* $(,)?) => {
+    /// The recorded dumps: their names ([`DUMPS`]) and [`dump_text`].
+    macro_rules! dumps {
+        ($($n:literal),* $(,)?) => {
+            /// The names of the recorded dumps.
+            const DUMPS: &[&str] = &[$($n),*];
+
+            /// The text of dump `tests/cpuid/{name}.txt`, compiled in: the tests then
+            /// read no file, so that they also run under Miri with its isolation on
+            /// (`cargo xtask miri`).
+            fn dump_text(name: &str) -> &'static str {
                 match name {
                     $($n => include_str!(concat!("../../tests/cpuid/", $n, ".txt")),)*
                     other => panic!("no CPUID dump named {other}"),
                 }
-            };
-        }
-        dumps!(
-            "amd-epyc-kvm-guest-this-machine",
-            "amd-zen3-epyc",
-            "intel-kvm-guest",
-            "intel-sapphire-rapids",
-            "intel-xeon-firecracker-guest-device",
-        )
+            }
+        };
     }
+
+    dumps!(
+        "amd-epyc-kvm-guest-this-machine",
+        "amd-zen3-epyc",
+        "intel-kvm-guest",
+        "intel-sapphire-rapids",
+        "intel-xeon-firecracker-guest-device",
+    );
 
     /// A dump: `(leaf, subleaf) -> registers`; leaves not in the dump read as zeros.
     fn load(name: &str) -> HashMap<(u32, u32), CpuIdResult> {
@@ -241,9 +262,10 @@ mod dumps {
         map
     }
 
-    fn caps_from(dump: &HashMap<(u32, u32), CpuIdResult>, os: OsFacts) -> Capabilities {
+    /// A reader that answers from `dump`.
+    fn reader_of(dump: &HashMap<(u32, u32), CpuIdResult>) -> impl raw_cpuid::CpuIdReader {
         let dump = dump.clone();
-        let reader = move |leaf: u32, sub: u32| {
+        move |leaf: u32, sub: u32| {
             dump.get(&(leaf, sub))
                 .or_else(|| dump.get(&(leaf, 0)).filter(|_| leaf != 7))
                 .copied()
@@ -253,8 +275,60 @@ mod dumps {
                     ecx: 0,
                     edx: 0,
                 })
+        }
+    }
+
+    fn caps_from(dump: &HashMap<(u32, u32), CpuIdResult>, os: OsFacts) -> Capabilities {
+        let reader = reader_of(dump);
+        Capabilities::waits_from_cpuid(reader.clone(), os).with_details_from(reader)
+    }
+
+    /// The waits read only what [`Capabilities::for_waits`] detects, which leaves the
+    /// details out: on every recorded CPU, with and without the kernel shim, it
+    /// offers what the whole detection offers, gives the same budgets and the same
+    /// plan for every backend forced or turned off, and differs only in the details.
+    #[test]
+    fn what_the_waits_read_makes_the_choice_the_whole_detection_makes() {
+        let envs = std::iter::once(EnvConfig::default())
+            .chain(Backend::ALL.into_iter().flat_map(|b| {
+                [
+                    EnvConfig {
+                        backend: Some(b.name().into()),
+                        ..EnvConfig::default()
+                    },
+                    EnvConfig {
+                        disable: Some(b.name().into()),
+                        ..EnvConfig::default()
+                    },
+                ]
+            }))
+            .chain([EnvConfig {
+                disable: Some("hw".into()),
+                ..EnvConfig::default()
+            }]);
+        let envs: Vec<EnvConfig> = envs.collect();
+        let outcome = |r: Result<Selection, SelectError>| {
+            r.map(|s| (s.backend, s.reason, s.defaults, s.disabled))
         };
-        Capabilities::from_cpuid(reader, os)
+        for name in DUMPS {
+            for dev in [false, true] {
+                let dump = load(name);
+                let waits = Capabilities::waits_from_cpuid(reader_of(&dump), os(dev));
+                let whole = caps_from(&dump, os(dev));
+                assert_eq!(waits.offered(), whole.offered(), "{name}");
+                assert_eq!(waits.hypervisor, whole.hypervisor, "{name}");
+                assert_eq!(Defaults::for_caps(&waits), Defaults::for_caps(&whole));
+                for env in &envs {
+                    assert_eq!(
+                        outcome(plan(&waits, env)),
+                        outcome(plan(&whole, env)),
+                        "{name}, {env:?}"
+                    );
+                }
+                assert_eq!(waits.brand, "", "{name}: the details are left out");
+                assert_eq!(waits.with_details_from(reader_of(&dump)), whole, "{name}");
+            }
+        }
     }
 
     fn os(dev_mwait: bool) -> OsFacts {
