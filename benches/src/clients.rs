@@ -127,6 +127,66 @@ pub fn idle_block_on_cpu_for(block_on: BlockOn, fresh: bool, wait: Duration) -> 
     thread::spawn(measure).join().expect("the measuring thread")
 }
 
+/// The CPU time (ns) of one park of `wait` on a new parker (`mwait`: an
+/// `mwait::Parker`, else a `parking::Parker`, the one futures-lite's `block_on`
+/// uses), which another thread unparks `wait` later, on a new thread whose first
+/// park this is (`fresh`) or on one that parked a parker of the same kind for 1 ms
+/// first.
+pub fn idle_park_cpu_for(mwait: bool, fresh: bool, wait: Duration) -> u64 {
+    fn run<P, U: Send + 'static>(
+        new: fn() -> (P, U),
+        park: fn(&P),
+        unpark: fn(&U),
+        fresh: bool,
+        wait: Duration,
+    ) -> u64 {
+        let park_after = |pause: Duration| {
+            let (p, u) = new();
+            let unparker = thread::spawn(move || {
+                thread::sleep(pause);
+                unpark(&u);
+            });
+            let cpu0 = thread_cpu_time();
+            park(&p);
+            let cpu = thread_cpu_time() - cpu0;
+            unparker.join().expect("the unparking thread");
+            cpu
+        };
+        if !fresh {
+            park_after(Duration::from_millis(1));
+        }
+        mwait_support::duration_ns(park_after(wait))
+    }
+    let measure = move || {
+        if mwait {
+            run(
+                || {
+                    let p = mwait::Parker::new();
+                    let u = p.unparker();
+                    (p, u)
+                },
+                mwait::Parker::park,
+                |u| {
+                    u.unpark();
+                },
+                fresh,
+                wait,
+            )
+        } else {
+            run(
+                parking::pair,
+                parking::Parker::park,
+                |u| {
+                    u.unpark();
+                },
+                fresh,
+                wait,
+            )
+        }
+    };
+    thread::spawn(measure).join().expect("the measuring thread")
+}
+
 /// The workloads of [`executor`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Workload {

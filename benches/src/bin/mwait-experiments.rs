@@ -59,7 +59,8 @@
 //!   (`spawn_one`, `yield_now`, `channels`) on one side (`stock` or `mwait`) alone
 //!   for `SECONDS`: the median ns per iteration and the process's CPU time and
 //!   context switches per iteration, to run under `strace -f -c` side by side.
-//! - `fresh-idle [WAIT_MS [PAIRS]]`: the bench's idle `block_on` (`clients`), each
+//! - `fresh-idle [WAIT_MS [PAIRS]]`: the bench's idle `block_on` (`clients`), then a
+//!   raw park on a new parker (`parking::Parker` against `mwait::Parker`), each
 //!   wait `WAIT_MS` (200) long, on threads whose first wait it is and on threads that
 //!   waited before: `PAIRS` (41) of each kind, stock and mwait in turns (the first
 //!   side alternating); per kind the median CPU of each side, the median of the
@@ -500,31 +501,38 @@ fn atomic() {
 }
 
 fn fresh_idle(wait: Duration, pairs: usize) {
-    use mwait_benches::clients::{idle_block_on_cpu_for, SIDES};
+    use mwait_benches::clients::{idle_block_on_cpu_for, idle_park_cpu_for, SIDES};
     // The process's one-time work (detection, the selection's self-test, the first
     // allocations) on a thread of its own, not in the first pair.
     for (_, b) in SIDES {
         idle_block_on_cpu_for(b, true, Duration::from_millis(1));
     }
-    for (kind, fresh) in [("fresh thread", true), ("warm thread", false)] {
-        let mut cpu: [Vec<f64>; 2] = Default::default();
-        let mut ratios = Vec::new();
-        for p in 0..pairs {
-            let mut pair = [0.0; 2];
-            for k in [p % 2, 1 - p % 2] {
-                pair[k] = idle_block_on_cpu_for(SIDES[k].1, fresh, wait) as f64;
-                cpu[k].push(pair[k]);
+    let block_on = |k: usize, fresh| idle_block_on_cpu_for(SIDES[k].1, fresh, wait);
+    let park = |k: usize, fresh| idle_park_cpu_for(k == 1, fresh, wait);
+    // Side `k` of `SIDES` (0: stock, 1: mwait), on a fresh thread or not.
+    type Measure<'a> = &'a dyn Fn(usize, bool) -> u64;
+    let ways: [(&str, Measure); 2] = [("block_on", &block_on), ("Parker::park", &park)];
+    for (what, measure) in ways {
+        for (kind, fresh) in [("fresh thread", true), ("warm thread", false)] {
+            let mut cpu: [Vec<f64>; 2] = Default::default();
+            let mut ratios = Vec::new();
+            for p in 0..pairs {
+                let mut pair = [0.0; 2];
+                for k in [p % 2, 1 - p % 2] {
+                    pair[k] = measure(k, fresh) as f64;
+                    cpu[k].push(pair[k]);
+                }
+                ratios.push(pair[1] / pair[0]);
             }
-            ratios.push(pair[1] / pair[0]);
+            let (s, m) = (median(&cpu[0]), median(&cpu[1]));
+            println!(
+                "{kind}, {} ms idle {what}, {pairs} pairs: stock {s:.0} ns, mwait {m:.0} ns of \
+                 CPU; median of the pairs' ratios {:.3}x, ratio of the medians {:.3}x",
+                wait.as_millis(),
+                median(&ratios),
+                m / s
+            );
         }
-        let (s, m) = (median(&cpu[0]), median(&cpu[1]));
-        println!(
-            "{kind}, {} ms idle block_on, {pairs} pairs: stock {s:.0} ns, mwait {m:.0} ns of CPU; \
-             median of the pairs' ratios {:.3}x, ratio of the medians {:.3}x",
-            wait.as_millis(),
-            median(&ratios),
-            m / s
-        );
     }
 }
 
