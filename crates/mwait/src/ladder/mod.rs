@@ -504,6 +504,9 @@ fn park_tier<'a, W: Word<'a>>(
         let adapt = c.cell.adapt;
         adapt.note_parking();
         c.cell.caught.note(false);
+        // The count this wait ends with goes to the thread's block: a new thread
+        // claims it now, before the sleep takes its caches.
+        stats::claim_thread_block();
         // The clock is read around the sleep only on the parks that measure it, and
         // never on a parker's park without evidence, which reads no clock at all:
         // after an idle spell the clock's pages are cold, and their misses would

@@ -208,3 +208,27 @@ fn the_process_sum_includes_threads_that_exited() {
     assert!(s.waits.timeout >= PER_THREAD * THREADS_N);
     assert!(s.handoff_spin >= s.spin_budget);
 }
+
+/// A new thread claims its block before its first park sleeps, not after the
+/// wake-up: the predicate's last look before the sleep, made after the waiter has
+/// announced itself, already finds the block claimed.
+#[test]
+fn a_new_thread_claims_its_block_before_its_first_park() {
+    let cell = std::sync::Arc::new(crate::WaitCell::new_parker(0));
+    let c = cell.clone();
+    let waiter = std::thread::spawn(move || {
+        let mut claimed_while_waiting = false;
+        c.wait_until(|v| {
+            if v == 0 {
+                claimed_while_waiting |= THREAD.with(|t| t.stats.0.get().is_some());
+            }
+            v != 0
+        });
+        claimed_while_waiting
+    });
+    while cell.parked_waiters() == 0 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    cell.swap(1);
+    assert!(waiter.join().unwrap());
+}
