@@ -259,21 +259,18 @@ mod leaves {
             reader: R,
             os: OsFacts,
         ) -> Capabilities {
-            let raw = reader.clone();
-            let cpuid = raw_cpuid::CpuId::with_cpuid_reader(reader);
-            let max_leaf = raw.cpuid1(0).eax;
-            let max_ext = raw.cpuid1(0x8000_0000).eax;
-            let feat = cpuid.get_feature_info();
+            let r = Reading::new(reader);
+            let feat = r.cpuid.get_feature_info();
             Capabilities {
-                vendor: vendor(&cpuid),
+                vendor: vendor(&r.cpuid),
                 family_model_stepping: feat.as_ref().map_or((0, 0, 0), family_model_stepping),
                 hypervisor: feat.as_ref().is_some_and(|f| f.has_hypervisor()),
                 monitor_mwait: feat.as_ref().is_some_and(|f| f.has_monitor_mwait()),
                 // Leaf 7 subleaf 0 ECX[5]; raw-cpuid's `get_extended_feature_info`
                 // would read subleaf 1 too, one more CPUID for nothing here.
-                waitpkg: max_leaf >= 7 && raw.cpuid2(7, 0).ecx & WAITPKG != 0,
-                monitorx: max_ext >= 0x8000_0001
-                    && cpuid
+                waitpkg: r.max_leaf >= 7 && r.raw.cpuid2(7, 0).ecx & WAITPKG != 0,
+                monitorx: r.max_ext >= 0x8000_0001
+                    && r.cpuid
                         .get_extended_processor_and_feature_identifiers()
                         .is_some_and(|f| f.has_monitorx_mwaitx()),
                 ..Capabilities::without_cpuid(os)
@@ -288,32 +285,29 @@ mod leaves {
             self,
             reader: R,
         ) -> Capabilities {
-            let raw = reader.clone();
-            let cpuid = raw_cpuid::CpuId::with_cpuid_reader(reader);
-            let max_leaf = raw.cpuid1(0).eax;
-            let max_ext = raw.cpuid1(0x8000_0000).eax;
-            let leaf5 = if max_leaf >= 5 {
-                cpuid.get_monitor_mwait_info()
+            let r = Reading::new(reader);
+            let leaf5 = if r.max_leaf >= 5 {
+                r.cpuid.get_monitor_mwait_info()
             } else {
                 None
             };
             Capabilities {
-                brand: brand(&cpuid, max_ext),
+                brand: brand(&r.cpuid, r.max_ext),
                 hypervisor_vendor: if self.hypervisor {
-                    hypervisor_vendor(&raw)
+                    hypervisor_vendor(&r.raw)
                 } else {
                     None
                 },
                 monitor_line: leaf5.as_ref().and_then(monitor_line),
-                mwait_substates: leaf5.as_ref().and_then(|m| mwait_substates(m, &raw)),
+                mwait_substates: leaf5.as_ref().and_then(|m| mwait_substates(m, &r.raw)),
                 mwait_interrupt_break: leaf5
                     .as_ref()
                     .is_some_and(|m| m.interrupts_as_break_event()),
-                tsc_invariant: max_ext >= 0x8000_0007
-                    && cpuid
+                tsc_invariant: r.max_ext >= 0x8000_0007
+                    && r.cpuid
                         .get_advanced_power_mgmt_info()
                         .is_some_and(|p| p.has_invariant_tsc()),
-                tsc_hz_cpuid: sys::x86::cpuid::tsc_hz_from_cpuid(&raw),
+                tsc_hz_cpuid: sys::x86::cpuid::tsc_hz_from_cpuid(&r.raw),
                 ..self
             }
         }
@@ -330,6 +324,27 @@ mod leaves {
     }
 
     use raw_cpuid::{CpuId, CpuIdReader, FeatureInfo, MonitorMwaitInfo};
+
+    /// A reader, raw-cpuid's decoder over it, and the highest basic and extended
+    /// leaves it reports.
+    struct Reading<R: CpuIdReader> {
+        raw: R,
+        cpuid: CpuId<R>,
+        max_leaf: u32,
+        max_ext: u32,
+    }
+
+    impl<R: CpuIdReader> Reading<R> {
+        fn new(reader: R) -> Reading<R> {
+            let raw = reader.clone();
+            Reading {
+                max_leaf: raw.cpuid1(0).eax,
+                max_ext: raw.cpuid1(0x8000_0000).eax,
+                cpuid: CpuId::with_cpuid_reader(reader),
+                raw,
+            }
+        }
+    }
 
     /// CPUID.(EAX=7, ECX=0):ECX\[5\], WAITPKG (UMONITOR, UMWAIT, TPAUSE).
     const WAITPKG: u32 = 1 << 5;
