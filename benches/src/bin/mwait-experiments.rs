@@ -72,6 +72,13 @@
 //!   after that store the wait returned (a clock read on each side) and the waiting
 //!   thread's CPU time in the wait; per mechanism the median, smallest and largest
 //!   of the first, the median of the second.
+//! - `cold-long-wait [ROUNDS]`: the bench's cold `long_wait` (a fresh process, a
+//!   WaitCell pair and a futex pair side by side, a store every 1 ms for 300 ms,
+//!   producers on CPU 0 and waiters on CPU 1), in children that start at the first
+//!   wait as a program does and in children that call `mwait::prepare()` first;
+//!   per round and kind one child of each start order, in turns; per kind the
+//!   median of the rounds' geometric means of the waiter CPU ratio: what the
+//!   process's one-time work costs the cold figure.
 //!
 //! To get the "before" side of a comparison, copy this file into a checkout of the
 //! earlier commit (it uses only the harness's public functions) and run it there.
@@ -588,6 +595,75 @@ fn first_wake_child(name: &str) {
     println!("{} {}", w.late_ns, w.cpu_ns);
 }
 
+/// The argument that makes this binary a child of `cold-long-wait`.
+const COLD_LONG_WAIT_CHILD: &str = "--cold-long-wait-child";
+
+/// `cold-long-wait`: see the module docs.
+fn cold_long_wait(rounds: usize) {
+    let exe = std::env::current_exe().expect("this binary's path");
+    let child = |prepared: bool, order: &str| -> f64 {
+        let out = std::process::Command::new(&exe)
+            .args([
+                COLD_LONG_WAIT_CHILD,
+                if prepared { "prepared" } else { "plain" },
+                order,
+            ])
+            .output()
+            .expect("the child runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("child: {text} {}", String::from_utf8_lossy(&out.stderr)))
+    };
+    let mut means: [Vec<f64>; 2] = Default::default();
+    for r in 0..rounds {
+        for k in [r % 2, 1 - r % 2] {
+            let prepared = k == 1;
+            let ratio = (child(prepared, "second") * child(prepared, "first")).sqrt();
+            means[k].push(ratio);
+        }
+    }
+    for (k, what) in [
+        "first wait makes the process's one-time work",
+        "mwait::prepare() first",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let shown: Vec<String> = means[k].iter().map(|m| format!("{m:.2}")).collect();
+        println!(
+            "{what}: waitcell / futex waiter CPU {:.3}x, median of {rounds} rounds \
+             (each the geometric mean of both start orders): {}",
+            median(&means[k]),
+            shown.join(" ")
+        );
+    }
+}
+
+/// A child of `cold-long-wait`: the bench's cold long-wait pairs, after
+/// `mwait::prepare()` where `prepared`; prints the waiter CPU ratio.
+fn cold_long_wait_child(prepared: bool, started_first: bool) {
+    if prepared {
+        mwait::prepare();
+    }
+    let (cell, futex) = (
+        impls::by_name("waitcell").expect("a known mechanism"),
+        impls::by_name("futex").expect("a known mechanism"),
+    );
+    let (gap, budget, pins) = (
+        Duration::from_millis(1),
+        Duration::from_millis(300),
+        Some((0, 1)),
+    );
+    let (cell, futex) = if started_first {
+        let (f, c) = scenarios::slow_producers_beside(futex, cell, gap, budget, pins);
+        (c, f)
+    } else {
+        scenarios::slow_producers_beside(cell, futex, gap, budget, pins)
+    };
+    println!("{}", cell.waiter_cpu / futex.waiter_cpu);
+}
+
 /// One slow pair of `long-wait-trace`: a fresh cell of `make` and a fresh waiter
 /// thread (pinned to CPU 1 where `pinned`, its producer, the calling thread, to CPU
 /// 0), `wakes` stores `gap` apart. Returns the waiter's CPU time in each wait, the
@@ -712,6 +788,11 @@ fn main() {
     match args[..] {
         ["first-recheck"] => first_recheck(),
         [FIRST_WAKE_CHILD, name] => first_wake_child(name),
+        [COLD_LONG_WAIT_CHILD, start, order] => {
+            cold_long_wait_child(start == "prepared", order == "first")
+        }
+        ["cold-long-wait"] => cold_long_wait(10),
+        ["cold-long-wait", n] => cold_long_wait(n.parse().expect("rounds")),
         ["first-wake"] => first_wake(15, &["waitcell", "futex"]),
         ["first-wake", n] => first_wake(n.parse().expect("processes"), &["waitcell", "futex"]),
         ["first-wake", n, ref names @ ..] => first_wake(n.parse().expect("processes"), names),
@@ -768,7 +849,8 @@ fn main() {
                  | long-wait-trace pinned|unpinned ROUNDS WAKES GAP_US [IMPL BESIDE] \
                  | pattern-switch | stalled-pingpong EVERY | atomic \
                  | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS \
-                 | fresh-idle [WAIT_MS [PAIRS]] | first-wake [PROCESSES [IMPL...]]"
+                 | fresh-idle [WAIT_MS [PAIRS]] | first-wake [PROCESSES [IMPL...]] \
+                 | cold-long-wait [ROUNDS]"
             );
             std::process::exit(2);
         }
