@@ -369,7 +369,7 @@ pub fn first_wake(make: Make) -> FirstWake {
 /// one build, and slices of one child alternating between the two (a fresh waiter
 /// each) still moved a futex-against-futex ratio by 30 %. The mechanism's pair starts
 /// half a gap after the futex pair, or, `started_first`, half a gap before it.
-fn long_wait(make: Make, budget: Duration, started_first: bool) -> Measures {
+pub fn long_wait(make: Make, budget: Duration, started_first: bool) -> Measures {
     let futex = impls::by_name("futex").expect("futex is a known mechanism");
     let (gap, pins) = (Duration::from_millis(1), Some((0, 1)));
     let (mut p, f) = if started_first {

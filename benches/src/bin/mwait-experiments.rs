@@ -646,22 +646,9 @@ fn cold_long_wait_child(prepared: bool, started_first: bool) {
     if prepared {
         mwait::prepare();
     }
-    let (cell, futex) = (
-        impls::by_name("waitcell").expect("a known mechanism"),
-        impls::by_name("futex").expect("a known mechanism"),
-    );
-    let (gap, budget, pins) = (
-        Duration::from_millis(1),
-        Duration::from_millis(300),
-        Some((0, 1)),
-    );
-    let (cell, futex) = if started_first {
-        let (f, c) = scenarios::slow_producers_beside(futex, cell, gap, budget, pins);
-        (c, f)
-    } else {
-        scenarios::slow_producers_beside(cell, futex, gap, budget, pins)
-    };
-    println!("{}", cell.waiter_cpu / futex.waiter_cpu);
+    let cell = impls::by_name("waitcell").expect("a known mechanism");
+    let m = mwait_benches::cold::long_wait(cell, Duration::from_millis(300), started_first);
+    println!("{}", m.get("cpu_vs_futex"));
 }
 
 /// One slow pair of `long-wait-trace`: a fresh cell of `make` and a fresh waiter
