@@ -114,11 +114,7 @@ fn cgroup_dirs_join_the_mount_point_and_the_path_below_its_root() {
 
 /// `process_cpus_from` over a fixture tree.
 fn cpus(files: &[(&str, &str)], fallback: fn() -> usize) -> usize {
-    let map: HashMap<String, String> = files
-        .iter()
-        .map(|(p, c)| (p.to_string(), c.to_string()))
-        .collect();
-    process_cpus_from(&|p: &str| map.get(p).cloned(), fallback)
+    cpus_and_reads_with(files, fallback).0
 }
 
 fn sixteen() -> usize {
@@ -197,8 +193,14 @@ fn this_process_counts_at_least_one_cpu_whatever_the_thread_is_pinned_to() {
     .unwrap();
 }
 
-/// `process_cpus_from` over a fixture tree, and the paths it read.
+/// `process_cpus_from` over a fixture tree (`sixteen` online CPUs where the list
+/// is unreadable), and the paths it read.
 fn cpus_and_reads(files: &[(&str, &str)]) -> (usize, Vec<String>) {
+    cpus_and_reads_with(files, sixteen)
+}
+
+/// `process_cpus_from` over a fixture tree with `fallback`, and the paths it read.
+fn cpus_and_reads_with(files: &[(&str, &str)], fallback: fn() -> usize) -> (usize, Vec<String>) {
     let map: HashMap<String, String> = files
         .iter()
         .map(|(p, c)| (p.to_string(), c.to_string()))
@@ -209,7 +211,7 @@ fn cpus_and_reads(files: &[(&str, &str)]) -> (usize, Vec<String>) {
             reads.borrow_mut().push(p.to_string());
             map.get(p).cloned()
         },
-        sixteen,
+        fallback,
     );
     (n, reads.into_inner())
 }
