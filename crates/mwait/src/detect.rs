@@ -189,8 +189,8 @@ impl Capabilities {
     /// fields that only describe the CPU (the brand string, the hypervisor's
     /// signature, leaf 5's facts, the invariant TSC, the TSC rate) are left empty.
     /// A fresh process's first wait thus executes five CPUID leaves for detection
-    /// instead of up to thirteen (about 4 µs each in a guest, where each one exits
-    /// to the hypervisor); `detect` reads the rest when a caller asks for them.
+    /// instead of up to thirteen (in a guest each one exits to the hypervisor);
+    /// `detect` reads the rest when a caller asks for them.
     pub(crate) fn for_waits() -> &'static Capabilities {
         FOR_WAITS.get_or_init(detect_now)
     }
