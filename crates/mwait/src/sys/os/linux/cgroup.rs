@@ -6,7 +6,11 @@
 //!
 //! - the cpuset is `cpuset.cpus.effective` of the process's cgroup v2 (or, on a host
 //!   that still mounts the v1 `cpuset` controller, `cpuset.effective_cpus` of that
-//!   hierarchy); without one there is no limit;
+//!   hierarchy); without one there is no limit. The kernel keeps an effective list
+//!   within the active CPUs (it takes a CPU going offline out of every cpuset's
+//!   effective list), so with one the online list is not read: it is read without a
+//!   cpuset, or where an old v1 hierarchy has only its configured `cpuset.cpus`,
+//!   which may name offline CPUs;
 //! - the quota is `cpu.max` (`QUOTA PERIOD` or `max PERIOD`) of the cgroup v2 and each
 //!   of its ancestors up to the mount point (or v1's `cpu.cfs_quota_us` and
 //!   `cpu.cfs_period_us`), the tightest one counting as `ceil(QUOTA / PERIOD)` CPUs.
@@ -54,7 +58,6 @@ pub(crate) fn process_cpus_from(
 ) -> usize {
     let seen = std::cell::RefCell::new(Vec::new());
     let read = |path: &str| read_once(&seen, read, path);
-    let online = read(ONLINE_LIST_PATH).and_then(|s| CpuList::parse(&s));
     let groups = read(PROC_CGROUP_PATH)
         .map(|s| parse_proc_cgroup(&s))
         .unwrap_or_default();
@@ -64,7 +67,26 @@ pub(crate) fn process_cpus_from(
             .unwrap_or_default()
     });
     let (cpuset, quota) = limits(&read, &mounts, &groups);
-    combine(online.as_ref(), cpuset.as_ref(), quota, fallback)
+    let cpus = match cpuset {
+        Some(Cpuset {
+            cpus,
+            effective: true,
+        }) => cpus.len(),
+        cpuset => {
+            let online = read(ONLINE_LIST_PATH).and_then(|s| CpuList::parse(&s));
+            within_online(online.as_ref(), cpuset.as_ref().map(|c| &c.cpus), fallback)
+        }
+    };
+    quota.map_or(cpus, |q| cpus.min(q)).max(1)
+}
+
+/// A cpuset read from the process's cgroup.
+struct Cpuset {
+    cpus: CpuList,
+    /// Whether it is the kernel's effective list (`cpuset.cpus.effective`,
+    /// `cpuset.effective_cpus`), which holds active CPUs only, rather than an old v1
+    /// hierarchy's configured `cpuset.cpus`.
+    effective: bool,
 }
 
 /// `read(path)`, each path read once: `seen` keeps the answers, since the
@@ -88,7 +110,7 @@ fn limits(
     read: &dyn Fn(&str) -> Option<String>,
     mounts: &[Mount],
     groups: &[CgroupEntry],
-) -> (Option<CpuList>, Option<usize>) {
+) -> (Option<Cpuset>, Option<usize>) {
     let v2 = Hierarchy::V2
         .counts(groups)
         .then(|| cgroup_dir(mounts, groups, Hierarchy::V2))
@@ -104,16 +126,19 @@ fn limits(
             .as_ref()
             .map_or(true, |l| l.split_whitespace().any(|x| x == c))
     };
+    let list = |path: String, effective: bool| {
+        let cpus = CpuList::parse(&read(&path)?)?;
+        Some(Cpuset { cpus, effective })
+    };
     let cpuset = v2
         .as_ref()
         .filter(|_| v2_has("cpuset"))
-        .and_then(|d| read(&format!("{d}/cpuset.cpus.effective")))
+        .and_then(|d| list(format!("{d}/cpuset.cpus.effective"), true))
         .or_else(|| {
             let d = cgroup_dir(mounts, groups, Hierarchy::V1("cpuset"))?;
-            read(&format!("{d}/cpuset.effective_cpus"))
-                .or_else(|| read(&format!("{d}/cpuset.cpus")))
-        })
-        .and_then(|s| CpuList::parse(&s));
+            list(format!("{d}/cpuset.effective_cpus"), true)
+                .or_else(|| list(format!("{d}/cpuset.cpus"), false))
+        });
     let quota_v2 = v2.as_ref().and_then(|d| {
         tightest_quota(d, mounts, Hierarchy::V2, |dir| {
             // Above the process's cgroup the controller may be enabled where it is
@@ -141,16 +166,14 @@ fn limits(
     (cpuset, quota)
 }
 
-/// The count from its parts: the online CPUs within the cpuset (an empty
-/// intersection, which a running process cannot have, counts as no cpuset), at most
-/// the quota, at least 1.
-fn combine(
+/// The online CPUs within a cpuset that is not an effective list (an empty
+/// intersection, which a running process cannot have, counts as no cpuset).
+fn within_online(
     online: Option<&CpuList>,
     cpuset: Option<&CpuList>,
-    quota: Option<usize>,
     fallback: fn() -> usize,
 ) -> usize {
-    let cpus = match (online, cpuset) {
+    match (online, cpuset) {
         (Some(o), Some(c)) => match o.intersection_len(c) {
             0 => o.len(),
             n => n,
@@ -158,8 +181,7 @@ fn combine(
         (Some(o), None) => o.len(),
         (None, Some(c)) => c.len().min(fallback()),
         (None, None) => fallback(),
-    };
-    quota.map_or(cpus, |q| cpus.min(q)).max(1)
+    }
 }
 
 /// A set of CPU numbers, as sorted, disjoint, non-adjacent inclusive ranges.

@@ -129,12 +129,15 @@ fn the_count_is_the_online_cpus_within_the_cpuset_and_quota() {
     // No cgroup files: every online CPU.
     assert_eq!(cpus(&[online], sixteen), 8);
     assert_eq!(cpus(&[online, mi, cg], sixteen), 8);
-    // The cpuset limits; an offline CPU in it does not count.
+    // The cpuset limits. An effective list holds active CPUs only: it counts as it
+    // is, and the online list is not read.
     let set = (
         "/sys/fs/cgroup/app/worker/cpuset.cpus.effective",
-        "2-3,6-9\n",
+        "2-3,6-7\n",
     );
     assert_eq!(cpus(&[online, mi, cg, set], sixteen), 4);
+    let (_, reads) = cpus_and_reads(&[online, mi, cg, set]);
+    assert!(!reads.iter().any(|p| p == ONLINE_LIST_PATH), "{reads:?}");
     // The tightest quota on the way up counts, rounded up.
     let q_leaf = ("/sys/fs/cgroup/app/worker/cpu.max", "max 100000\n");
     let q_mid = ("/sys/fs/cgroup/app/cpu.max", "250000 100000\n");
@@ -146,13 +149,31 @@ fn the_count_is_the_online_cpus_within_the_cpuset_and_quota() {
     let junk = ("/sys/fs/cgroup/app/worker/cpuset.cpus.effective", "junk");
     let junk_q = ("/sys/fs/cgroup/app/cpu.max", "1 0");
     assert_eq!(cpus(&[online, mi, cg, junk, junk_q], sixteen), 8);
-    // A cpuset that shares no CPU with the online list is not believed.
-    let apart = ("/sys/fs/cgroup/app/worker/cpuset.cpus.effective", "100-101");
-    assert_eq!(cpus(&[online, mi, cg, apart], sixteen), 8);
-    // No online list: the fallback, still limited by the cpuset.
+    // No online list and no cpuset: the fallback.
     assert_eq!(cpus(&[], sixteen), 16);
-    assert_eq!(cpus(&[mi, cg, set], sixteen), 6);
     assert_eq!(cpus(&[(ONLINE_LIST_PATH, "garbage")], || 0), 1);
+}
+
+/// An old v1 hierarchy's configured `cpuset.cpus` (read where it has no
+/// `cpuset.effective_cpus`) may name offline CPUs: it counts within the online list.
+#[test]
+fn a_configured_cpuset_counts_within_the_online_cpus() {
+    let online = (ONLINE_LIST_PATH, "0-7\n");
+    let mi = (MOUNTINFO_PATH, MOUNTINFO_HYBRID);
+    let cg = (PROC_CGROUP_PATH, "3:cpuset:/job\n0::/\n");
+    let set = |list| ("/sys/fs/cgroup/cpuset/job/cpuset.cpus", list);
+    // An offline CPU in it does not count.
+    assert_eq!(cpus(&[online, mi, cg, set("2-3,6-9\n")], sixteen), 4);
+    // One that shares no CPU with the online list is not believed.
+    assert_eq!(cpus(&[online, mi, cg, set("100-101")], sixteen), 8);
+    // No online list: the fallback, still limited by the cpuset.
+    assert_eq!(cpus(&[mi, cg, set("2-7")], sixteen), 6);
+    assert_eq!(cpus(&[mi, cg, set("0-31")], sixteen), 16);
+    // The effective list, where there is one, is the one read.
+    let effective = ("/sys/fs/cgroup/cpuset/job/cpuset.effective_cpus", "5\n");
+    let (n, reads) = cpus_and_reads(&[online, mi, cg, set("2-7"), effective]);
+    assert_eq!(n, 1);
+    assert!(!reads.iter().any(|p| p.ends_with("cpuset.cpus")), "{reads:?}");
 }
 
 #[test]
@@ -318,7 +339,8 @@ fn v2_files_of_a_controller_the_cgroup_lacks_are_not_looked_up() {
 }
 
 /// On a hybrid host whose v1 hierarchies carry both `cpuset` and `cpu`, the v2
-/// hierarchy is not looked up, and a v1 quota of -1 is read without its period.
+/// hierarchy is not looked up, a v1 quota of -1 is read without its period, and the
+/// effective cpuset is read without the online list.
 #[test]
 fn a_hybrid_host_reads_only_the_files_that_can_limit() {
     let files = [
@@ -334,10 +356,10 @@ fn a_hybrid_host_reads_only_the_files_that_can_limit() {
     ];
     let (n, reads) = cpus_and_reads(&files);
     assert_eq!(n, 4);
-    for skipped in ["cgroup.controllers", "cpu.cfs_period_us"] {
+    for skipped in ["cgroup.controllers", "cpu.cfs_period_us", "online"] {
         assert!(!reads.iter().any(|p| p.ends_with(skipped)), "{reads:?}");
     }
-    assert_eq!(reads.len(), 4, "{reads:?}");
+    assert_eq!(reads.len(), 3, "{reads:?}");
     // A quota set: its period is read.
     let mut quota = files.to_vec();
     quota[4] = ("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "150000\n");
