@@ -59,12 +59,13 @@ pub(crate) struct OsFacts {
 }
 
 impl OsFacts {
-    /// Reads the facts of the running system but `umwait_control`, which is `None`
-    /// here: [`detect_now`] reads it where CPUID reports WAITPKG.
+    /// Reads the facts of the running system but two, left absent here:
+    /// `umwait_control`, which [`detect_now`] reads where CPUID reports WAITPKG, and
+    /// `dev_mwait`, which it looks up where CPUID reports MONITOR.
     pub(crate) fn read() -> OsFacts {
         OsFacts {
             umwait_control: None,
-            dev_mwait: sys::host::exists("/dev/mwait"),
+            dev_mwait: false,
             usable_cpus: usable_cpus(),
         }
     }
@@ -181,7 +182,11 @@ static DETECTED: OnceLock<Capabilities> = OnceLock::new();
 impl Capabilities {
     /// Detects this machine's capabilities once and returns the cached result.
     pub fn detect() -> &'static Capabilities {
-        DETECTED.get_or_init(|| Capabilities::for_waits().clone().with_details())
+        DETECTED.get_or_init(|| {
+            let mut caps = Capabilities::for_waits().clone().with_details();
+            caps.dev_mwait = caps.dev_mwait || dev_mwait_exists();
+            caps
+        })
     }
 
     /// What the waits read of [`Capabilities::detect`], detected once: every field
@@ -233,16 +238,29 @@ impl Capabilities {
     }
 }
 
-/// The running system's capabilities. `umwait_control` is read only where CPUID
-/// reports WAITPKG: Linux makes the directory only on such CPUs
-/// (`arch/x86/kernel/cpu/umwait.c`), and elsewhere the failed look-up would cost a
-/// fresh process's first wait about 7 µs on the 2-vCPU guest.
+/// The running system's capabilities, with two look-ups only where CPUID makes them
+/// matter, each a file a fresh process's first wait would otherwise look for in vain:
+///
+/// - `umwait_control`, where CPUID reports WAITPKG: Linux makes the directory only
+///   on such CPUs (`arch/x86/kernel/cpu/umwait.c`);
+/// - `/dev/mwait`, where CPUID reports MONITOR: the kernel tier needs both (on a CPU
+///   without MONITOR the module loads but fails every wait with `EOPNOTSUPP`:
+///   `kmod/mwait.c`, `mwait_unusable`). [`Capabilities::detect`] looks it up
+///   everywhere, to report it.
 fn detect_now() -> Capabilities {
     let mut caps = Capabilities::native(OsFacts::read());
     if caps.waitpkg {
         caps.umwait_control = read_umwait_control();
     }
+    if caps.monitor_mwait {
+        caps.dev_mwait = dev_mwait_exists();
+    }
     caps
+}
+
+/// Whether the kernel shim's device node exists.
+fn dev_mwait_exists() -> bool {
+    sys::host::exists("/dev/mwait")
 }
 
 /// No CPUID here: the auxiliary vector (AArch64 Linux; all zero elsewhere), read
