@@ -1,7 +1,7 @@
 //! Linux: the futex park (`futex.rs`), the asymmetric barrier of `membarrier` with its
 //! TLB-shootdown fallback and the count of `fork()`s (`barrier.rs`), what the ladder
-//! reads about CPUs and load and the affinity control (`cpus.rs`), and the cgroup
-//! parsers behind the usable CPU count (`cgroup.rs`).
+//! reads about CPUs and load and the affinity control (`cpus.rs`), and the usable
+//! CPU count from the cgroup files (`cgroup.rs`, their parsers in `cgroup/parse.rs`).
 
 mod barrier;
 mod cgroup;

@@ -1,3 +1,4 @@
+use super::parse::unescape_octal;
 use super::*;
 use std::collections::HashMap;
 
