@@ -184,7 +184,11 @@ impl Capabilities {
     pub fn detect() -> &'static Capabilities {
         DETECTED.get_or_init(|| {
             let mut caps = Capabilities::for_waits().clone().with_details();
-            caps.dev_mwait = caps.dev_mwait || dev_mwait_exists();
+            // The waits looked for it where CPUID has MONITOR; the report wants it
+            // everywhere.
+            if !caps.monitor_mwait {
+                caps.dev_mwait = dev_mwait_exists();
+            }
             caps
         })
     }
