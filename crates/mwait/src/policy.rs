@@ -349,8 +349,9 @@ impl Resolved {
 /// It also takes that work off the first wait, which otherwise pays it on the
 /// waiting thread: about 0.1 ms of CPU in a guest, where each CPUID exits to the
 /// hypervisor. A short-lived process whose waits are long sees it: a 300 ms one
-/// fed every 1 ms spent 1.097x a futex waiter's CPU, and 1.024x with `prepare`
-/// first, on a 2-vCPU guest (`mwait-experiments cold-long-wait`).
+/// fed every 1 ms spent 1.07–1.08x a futex waiter's CPU, and 1.02–1.05x with
+/// `prepare` first, on a 2-vCPU guest (three runs of `mwait-experiments
+/// cold-long-wait 20`).
 ///
 /// What it cannot settle: the hardware tier of a backend that one wait forces with
 /// [`WaitPolicy::backend`], built at that wait's first use (make such a wait once

@@ -270,8 +270,8 @@ const READ_HIERARCHIES: [(Hierarchy, &str); 3] = [
 /// mount shows a subtree of the hierarchy instead (a container without a cgroup
 /// namespace, whose `/proc/self/cgroup` paths start above what it mounts), or the
 /// hierarchy is mounted elsewhere, the directory is not found and the answer is
-/// `None`: the caller reads `/proc/self/mountinfo`, which takes about 55 µs of a
-/// fresh process's first wait on the 2-vCPU guest.
+/// `None`: the caller reads `/proc/self/mountinfo`, whose text the kernel generates
+/// mount by mount at each reading.
 fn conventional_mounts(
     groups: &[CgroupEntry],
     read: &dyn Fn(&str) -> Option<String>,
