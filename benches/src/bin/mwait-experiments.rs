@@ -79,6 +79,20 @@
 //!   per round and kind one child of each start order, in turns; per kind the
 //!   median of the rounds' geometric means of the waiter CPU ratio: what the
 //!   process's one-time work costs the cold figure.
+//! - `steady-park WAKES [parker]`: one waiter on one default WaitCell (or
+//!   `mwait::Parker`) fed every 300 µs, each value only once the waiter has taken the
+//!   last: `WAKES` waits that all park, and the waiter's CPU per wake. Under
+//!   `valgrind --tool=callgrind --toggle-collect='mwait::ladder::run'`, the
+//!   difference of two runs' counts over the difference of their `WAKES` is the
+//!   ladder's user-space instructions per parked wait.
+//! - `fresh-park WAIT_MS [ROUNDS]`: a park of `WAIT_MS` on a new `mwait::Parker` and
+//!   on a new `parking::Parker`, each on a new thread, in turns for `ROUNDS` (31)
+//!   rounds, after one park of each on other threads (500 ms, so that the first
+//!   wait's work is done, and the parks sleep under valgrind too): per side the
+//!   median CPU of the parking thread in its park, and the median of the rounds'
+//!   ratios. With `ROUNDS` 1 under `valgrind --tool=callgrind --dump-instr=yes
+//!   --toggle-collect='*mwait_park_measured'` the count is one fresh park's
+//!   instructions, and the instruction addresses give the code lines it touched.
 //!
 //! To get the "before" side of a comparison, copy this file into a checkout of the
 //! earlier commit (it uses only the harness's public functions) and run it there.
@@ -543,6 +557,155 @@ fn fresh_idle(wait: Duration, pairs: usize) {
     }
 }
 
+/// `steady-park`: see the module docs.
+fn steady_park(wakes: u32, parker: bool) {
+    use std::sync::atomic::{
+        AtomicU32,
+        Ordering::{Acquire, Release},
+    };
+    use std::sync::Arc;
+    const GAP: Duration = Duration::from_micros(300);
+    // How many values the waiter has taken: the feeder sends the next one only then,
+    // so that no two merge into one wait.
+    let taken = Arc::new(AtomicU32::new(0));
+    let feed = |taken: Arc<AtomicU32>, send: Box<dyn Fn(u32) + Send>| {
+        std::thread::spawn(move || {
+            for i in 0..wakes {
+                std::thread::sleep(GAP);
+                while taken.load(Acquire) < i {
+                    std::thread::sleep(GAP / 8);
+                }
+                send(i + 1);
+            }
+        })
+    };
+    let cpu0 = mwait_support::thread_cpu_time();
+    let feeder = if parker {
+        let p = mwait::Parker::new();
+        let u = p.unparker();
+        let feeder = feed(
+            taken.clone(),
+            Box::new(move |_| {
+                u.unpark();
+            }),
+        );
+        for i in 0..wakes {
+            p.park();
+            taken.store(i + 1, Release);
+        }
+        feeder
+    } else {
+        let cell = Arc::new(mwait::WaitCell::new(0));
+        let c = cell.clone();
+        let feeder = feed(taken.clone(), Box::new(move |v| c.store(v)));
+        for i in 0..wakes {
+            cell.wait_until(|v| v > i);
+            taken.store(i + 1, Release);
+        }
+        feeder
+    };
+    let cpu = duration_ns(mwait_support::thread_cpu_time() - cpu0);
+    feeder.join().expect("the feeder");
+    let kind = if parker { "Parker" } else { "WaitCell" };
+    println!(
+        "{wakes} parked wakes of a {kind}: waiter CPU per wake {} ns",
+        cpu / u64::from(wakes.max(1))
+    );
+}
+
+/// A new thread's park on a new `mwait::Parker`, unparked `wait` later; its CPU.
+/// `measured`: through a function that callgrind can collect alone.
+fn new_mwait_park(wait: Duration, measured: bool) -> u64 {
+    /// The park alone.
+    #[inline(never)]
+    fn mwait_park_measured(p: &mwait::Parker) {
+        p.park();
+    }
+    let p = mwait::Parker::new();
+    let u = p.unparker();
+    park_measured(
+        wait,
+        move || {
+            u.unpark();
+        },
+        || match measured {
+            true => mwait_park_measured(&p),
+            false => p.park(),
+        },
+    )
+}
+
+/// [`new_mwait_park`] on a `parking::Parker`.
+fn new_parking_park(wait: Duration, measured: bool) -> u64 {
+    /// The park alone (see [`new_mwait_park`]).
+    #[inline(never)]
+    fn parking_park_measured(p: &parking::Parker) {
+        p.park();
+    }
+    let (p, u) = parking::pair();
+    park_measured(
+        wait,
+        move || {
+            u.unpark();
+        },
+        || match measured {
+            true => parking_park_measured(&p),
+            false => p.park(),
+        },
+    )
+}
+
+/// `park` on the calling thread, with `unpark` called `wait` later on another; the
+/// park's CPU.
+fn park_measured(
+    wait: Duration,
+    unpark: impl FnOnce() + Send + 'static,
+    park: impl FnOnce(),
+) -> u64 {
+    let unparker = std::thread::spawn(move || {
+        std::thread::sleep(wait);
+        unpark();
+    });
+    let cpu0 = mwait_support::thread_cpu_time();
+    park();
+    let cpu = duration_ns(mwait_support::thread_cpu_time() - cpu0);
+    unparker.join().expect("the unparking thread");
+    cpu
+}
+
+/// `fresh-park`: see the module docs.
+fn fresh_park(wait: Duration, rounds: usize) {
+    // Side 0 parks on `mwait::Parker`, side 1 on `parking::Parker`, each on a new
+    // thread.
+    let on_new_thread = |side: usize, wait: Duration, measured: bool| {
+        let park = [new_mwait_park, new_parking_park][side];
+        std::thread::spawn(move || park(wait, measured))
+            .join()
+            .expect("the parking thread")
+    };
+    for side in [0, 1] {
+        on_new_thread(side, Duration::from_millis(500), false);
+    }
+    let mut cpu: [Vec<f64>; 2] = Default::default();
+    let mut ratios = Vec::new();
+    for r in 0..rounds {
+        let mut pair = [0.0; 2];
+        for side in [r % 2, 1 - r % 2] {
+            pair[side] = on_new_thread(side, wait, true) as f64;
+            cpu[side].push(pair[side]);
+        }
+        ratios.push(pair[0] / pair[1]);
+    }
+    println!(
+        "a new thread's park of {} ms, {rounds} rounds: mwait::Parker {:.0} ns, \
+         parking::Parker {:.0} ns of its CPU (medians); median of the rounds' ratios {:.3}x",
+        wait.as_millis(),
+        median(&cpu[0]),
+        median(&cpu[1]),
+        median(&ratios)
+    );
+}
+
 /// The argument that makes this binary a child of `first-wake`.
 const FIRST_WAKE_CHILD: &str = "--first-wake-child";
 
@@ -822,6 +985,13 @@ fn main() {
                 names,
             )
         }
+        ["steady-park", n] => steady_park(n.parse().expect("wakes"), false),
+        ["steady-park", n, "parker"] => steady_park(n.parse().expect("wakes"), true),
+        ["fresh-park", ms] => fresh_park(Duration::from_millis(ms.parse().expect("ms")), 31),
+        ["fresh-park", ms, rounds] => fresh_park(
+            Duration::from_millis(ms.parse().expect("ms")),
+            rounds.parse().expect("rounds"),
+        ),
         ["fresh-idle"] => fresh_idle(Duration::from_millis(200), 41),
         ["fresh-idle", ms] => fresh_idle(Duration::from_millis(ms.parse().expect("ms")), 41),
         ["fresh-idle", ms, pairs] => fresh_idle(
@@ -837,7 +1007,8 @@ fn main() {
                  | pattern-switch | stalled-pingpong EVERY | atomic \
                  | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS \
                  | fresh-idle [WAIT_MS [PAIRS]] | first-wake [PROCESSES [IMPL...]] \
-                 | cold-long-wait [ROUNDS]"
+                 | cold-long-wait [ROUNDS] | steady-park WAKES [parker] \
+                 | fresh-park WAIT_MS [ROUNDS]"
             );
             std::process::exit(2);
         }
