@@ -6,8 +6,12 @@
 //! 1. [`spin_tier`]: re-load the value with a pause between loads;
 //! 2. [`hardware_tier`]: episodes of a [`HardwareWait`] (a monitor armed on the line),
 //!    each followed by a re-check;
-//! 3. [`park_tier`]: announce, re-check and sleep through the protocol's park half
-//!    (or, with parking off, rounds of spin and yield).
+//! 3. [`park::park_tier`]: announce, re-check and sleep through the protocol's park
+//!    half (or, with parking off, rounds of spin and yield).
+//!
+//! A wait first decides its spin budget ([`Start`]); one whose budget is 0 and that
+//! has no hardware tier to try parks at once ([`park::at_once`]), through the same
+//! park loop, without building the climb.
 //!
 //! What the climb knows and learns on its way is one record, [`Climb`]: whether this
 //! thread just handed off to a parked partner, whether spinning can help, whether it
@@ -24,17 +28,16 @@ pub(crate) mod estimate;
 mod filter;
 pub(crate) mod load;
 pub(crate) mod outcome;
+mod park;
 pub(crate) mod stats;
 pub(crate) mod word;
 
 use crate::backend::{spin, HardwareWait, HwWake, Watched};
 use crate::detect::Capabilities;
 use crate::policy::{Resolved, WaitPolicy};
-use crate::primitive::yield_now;
 use crate::protocol::sleepers::Sleepers;
 use crate::protocol::MonitorLine;
 use crate::sys::clock::now_ns;
-use crate::sys::park::Parked;
 use adapt::{Adaptive, Caught, Woke};
 use outcome::{Ended, Outcome};
 use stats::CellStats;
@@ -166,13 +169,29 @@ fn spin_budget(cell: Learning<'_>, pol: &Resolved, handoff: bool) -> u64 {
     }
 }
 
-impl<'a, W: Word<'a>> Climb<'a, W> {
-    /// Resolves the spin budget and whether spinning can help. The clock and the
-    /// run-queue check are read only where a spin or a hardware wait may follow: a
-    /// waiter that goes straight to park (a slow producer) pays for neither.
-    fn start(word: W, cell: Learning<'a>, pol: Resolved, deadline: Option<u64>) -> Climb<'a, W> {
-        // The note of a wake is taken whatever the policy, so that it cannot
-        // reach a later wait.
+/// What a wait decides before it climbs, from what the climb reads first: the
+/// thread's notes (did it wake a partner, notify a cell), the cell's last catch,
+/// the evidence rule and the spin budget. A wait whose budget is 0 and that has no
+/// hardware tier to try parks at once (`park.rs`), else it climbs from here.
+#[derive(Copy, Clone, Debug)]
+struct Start {
+    /// This thread woke a parked waiter since its last wait.
+    handoff: bool,
+    /// Whether the cell's last spin caught the change.
+    caught: bool,
+    /// A parker's wait without evidence that the change is near
+    /// (`Learning::evidence_allows_spin`).
+    no_evidence: bool,
+    /// The spin budget, before the run-queue gate (0: no spin).
+    spin_ns: u64,
+}
+
+impl Start {
+    /// Takes the thread's notes and decides the spin budget. The notes are taken
+    /// whatever the policy, so that they cannot reach a later wait; the cell's score
+    /// is asked once, here (a probe it grants is this wait's).
+    #[inline(always)]
+    fn decide(cell: Learning<'_>, pol: &Resolved) -> Start {
         let handoff = match adapt::take_woke() {
             _ if !pol.handoff => false,
             Woke::Nobody => false,
@@ -197,8 +216,50 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
         let spin_ns = if no_evidence {
             0
         } else {
-            spin_budget(cell, &pol, handoff)
+            spin_budget(cell, pol, handoff)
         };
+        Start {
+            handoff,
+            caught,
+            no_evidence,
+            spin_ns,
+        }
+    }
+
+    /// Whether the wait parks at once under `pol`: no spin, no hardware tier to try
+    /// (`has_hw`: one is given to the climb, which runs it where `pol` grants it a
+    /// budget), parking on. The climb would go straight to its park tier, and
+    /// learn there what [`park::at_once`] learns.
+    #[inline(always)]
+    fn parks_at_once(&self, pol: &Resolved, has_hw: bool) -> bool {
+        self.spin_ns == 0 && pol.park && !(has_hw && pol.hw_ns > 0)
+    }
+}
+
+impl<'a, W: Word<'a>> Climb<'a, W> {
+    /// [`Start::decide`], then the climb from there.
+    #[cfg(all(test, not(mwait_loom)))]
+    fn start(word: W, cell: Learning<'a>, pol: Resolved, deadline: Option<u64>) -> Climb<'a, W> {
+        let start = Start::decide(cell, &pol);
+        Climb::from_start(word, cell, pol, deadline, start)
+    }
+
+    /// Whether spinning can help, from what `start` decided. The clock and the
+    /// run-queue check are read only where a spin or a hardware wait may follow: a
+    /// waiter that goes straight to park (a slow producer) pays for neither.
+    fn from_start(
+        word: W,
+        cell: Learning<'a>,
+        pol: Resolved,
+        deadline: Option<u64>,
+        start: Start,
+    ) -> Climb<'a, W> {
+        let Start {
+            handoff,
+            caught,
+            no_evidence,
+            spin_ns,
+        } = start;
         // Whether the CPU we would hold is needed by others. A wait that will spin
         // starts from the last reading of the run queue and spins its first round of
         // loads before it reads the clock at all, so that a partner that answers
@@ -377,11 +438,13 @@ fn climb_word<'a, W: Word<'a>>(
     pol: Resolved,
     hw: Option<&impl HardwareWait>,
 ) -> Outcome<ValueOf<'a, W>> {
-    let mut climb = Climb::start(word, learning, pol, deadline);
-    // The tiers before the park are calls of their own, out of this body: a wait
-    // that parks at once (a consumer fed every few milliseconds) then runs through
-    // a few contiguous lines of code here, which its idle spell has taken from the
-    // caches, instead of jumping across the spin and hardware loops.
+    let start = Start::decide(learning, &pol);
+    if start.parks_at_once(&pol, hw.is_some()) {
+        return park::at_once(word, learning, pred, deadline, pol.adaptive, start);
+    }
+    let mut climb = Climb::from_start(word, learning, pol, deadline, start);
+    // The tiers before the park are calls of their own, out of this body, which
+    // the waits that park at once run through without them.
     if climb.spin_ns > 0 {
         if let Some(v) = spin_tier(&mut climb, pred) {
             return climb.finish(v, Ended::Spin);
@@ -392,7 +455,7 @@ fn climb_word<'a, W: Word<'a>>(
             return climb.finish(v, Ended::Hardware);
         }
     }
-    park_tier(&mut climb, pred)
+    park::park_tier(&mut climb, pred)
 }
 
 /// Tier 1: a bounded spin, skipped when the budget is 0 (or spinning cannot help).
@@ -478,81 +541,6 @@ fn hardware_tier<'a, W: Word<'a>>(
             HwWake::Yield => return None,
         }
     }
-}
-
-/// Tier 3: park until the predicate holds or the deadline passes (or, with parking
-/// off, spin in rounds and yield between them).
-fn park_tier<'a, W: Word<'a>>(
-    c: &mut Climb<'a, W>,
-    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
-) -> Outcome<ValueOf<'a, W>> {
-    let word = c.word();
-    loop {
-        let v = word.load_acquire();
-        if pred(v) {
-            return c.finish(v, Ended::Park);
-        }
-        if c.deadline.is_some_and(|d| now_ns() >= d) {
-            return c.finish(v, Ended::TimedOut);
-        }
-        if !c.pol.park {
-            if let Some(v) = no_park_round(c, pred) {
-                return c.finish(v, Ended::NoPark);
-            }
-            continue;
-        }
-        let adapt = c.cell.adapt;
-        adapt.note_parking();
-        c.cell.caught.note(false);
-        // The count this wait ends with goes to the thread's block: a new thread
-        // claims it now, before the sleep takes its caches.
-        stats::claim_thread_block();
-        // The clock is read around the sleep only on the parks that measure it, and
-        // never on a parker's park without evidence, which reads no clock at all:
-        // after an idle spell the clock's pages are cold, and their misses would
-        // cost an idle park more than the rest of mwait's path (`docs/clients.md`).
-        // The parks that spin on evidence measure the wake-up latency.
-        let parked_ns = (!c.no_evidence && estimate::wake_sample_due()).then(now_ns);
-        match c.word.park(&mut *pred, c.deadline) {
-            Ok(v) => return c.finish(v, Ended::Park),
-            Err(Parked::Woken) => {
-                c.slept = true;
-                if let Some(parked_ns) = parked_ns {
-                    let stamp = c.word.wake_stamp();
-                    let _ = estimate::offer_wake(stamp, parked_ns, now_ns());
-                }
-            }
-            // The value changed before the kernel put us to sleep: no wake-up to
-            // measure.
-            Err(Parked::Changed) => {}
-            Err(Parked::TimedOut) => {
-                let v = word.load_acquire();
-                let ended = if pred(v) {
-                    Ended::AtDeadline
-                } else {
-                    Ended::TimedOut
-                };
-                return c.finish(v, ended);
-            }
-        }
-    }
-}
-
-/// One round of a waiter that never parks: spin, then give the CPU back, so that a
-/// partner waiting for this CPU gets it at least between rounds.
-#[cold]
-#[inline(never)]
-fn no_park_round<'a, W: Word<'a>>(
-    c: &Climb<'a, W>,
-    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
-) -> Option<ValueOf<'a, W>> {
-    let round = c.pol.spin_ns.max(NO_PARK_SPIN_ROUND_NS);
-    let until = c.cap(now_ns().saturating_add(round));
-    let hit = spin::spin_until(c.word(), pred, until, c.pol.spin_pause).value;
-    if hit.is_none() {
-        yield_now();
-    }
-    hit
 }
 
 // The simulated monitor is not in the loom build.

@@ -4,6 +4,7 @@ use crate::backend::CState;
 use crate::ladder::outcome::WaitResult;
 use crate::primitive::AtomicU64;
 use crate::primitive::Ordering;
+use crate::sys::park::Parked;
 use std::cell::Cell;
 
 /// A resolved policy for the ladder's tests: spin and hardware budgets, whether it
@@ -166,6 +167,128 @@ fn a_policy_without_the_handoff_spin_ignores_and_forgets_a_wake() {
     adapt::note_woke(Woke::Partner);
     assert!(!Climb::start(cell.word(), cell.learning(), pol(false), None).handoff);
     assert_eq!(adapt::take_woke(), Woke::Nobody, "the wake was taken");
+}
+
+/// Brings a cell's adaptive score below the spin threshold, as failed spins do: the
+/// next waits skip the spin until a probe is due.
+fn stop_spinning(adapt: &Adaptive) {
+    for _ in 0..4 {
+        adapt.record_spin(false);
+    }
+    assert_eq!(adapt.spin_budget(1_000, false), 0);
+}
+
+/// The waits that park at once are those whose climb would go straight to its park
+/// tier: no spin budget (a cell whose spins stopped, between its probes; a parker's
+/// cell without evidence; a policy without a spin), no hardware tier, parking on. A
+/// probe the score grants is taken by the climb, not asked for twice.
+#[test]
+fn waits_without_a_spin_or_a_hardware_tier_park_at_once() {
+    let at_once = |parts: &Parts, pol: Resolved, hw: bool| {
+        let _ = (adapt::take_woke(), adapt::take_notified());
+        Start::decide(parts.waiter().learning(), &pol).parks_at_once(&pol, hw)
+    };
+    let spin = policy(1_000, 0, true);
+    let parts = Parts::new(0);
+    assert!(!at_once(&parts, spin, false), "a fresh cell spins");
+    stop_spinning(&parts.adapt);
+    let skipped = (0..64).filter(|_| at_once(&parts, spin, false)).count();
+    assert_eq!(skipped, 63, "every wait between two probes parks at once");
+    assert!(
+        !at_once(&parts, policy(0, 1_000, true), true),
+        "a hardware tier"
+    );
+    assert!(at_once(&parts, policy(0, 1_000, true), false), "none given");
+    let no_park = Resolved {
+        park: false,
+        ..policy(0, 0, true)
+    };
+    assert!(!at_once(&parts, no_park, false), "the yield rounds climb");
+    assert!(at_once(&Parts::new(0), policy(0, 0, false), false));
+    // A parker's cell: at once without evidence, not with a notify since the last
+    // wait (its spin budget is the estimate's then).
+    let mut parker = Parts::new(0);
+    parker.sleepers = Sleepers::new(false, true);
+    assert!(at_once(&parker, spin, false));
+    adapt::note_notified();
+    let pol = spin;
+    assert!(!Start::decide(parker.waiter().learning(), &pol).parks_at_once(&pol, false));
+}
+
+/// A notifier that learns nothing from its wakes (an `Adaptive` would count a wake
+/// on the waiter's CPU as a failed spin, as the scheduler places the two).
+struct Quiet;
+
+impl crate::protocol::OnWake for Quiet {
+    fn parked_woken(&self) {}
+}
+
+/// A wait that parks at once learns and counts what the climb's park tier learns
+/// and counts for a wait that did not spin: one whose change came before it slept
+/// counts as caught (and the next wait may spin inline), one that timed out learns
+/// nothing, and one woken from its sleep counts a park and leaves the score alone.
+#[test]
+fn a_wait_that_parks_at_once_learns_as_the_climb_does() {
+    let pol = policy(0, 0, true);
+    // How each way ends a wait: the cell's score, whether it caught, its counts.
+    let run = |at_once: bool, value: u32, deadline: Option<u64>, store: bool| {
+        let parts = Parts::new(value);
+        stop_spinning(&parts.adapt);
+        let cell = parts.waiter();
+        let o = std::thread::scope(|s| {
+            if store {
+                s.spawn(|| {
+                    while parts.line.parked() == 0 {
+                        std::thread::yield_now();
+                    }
+                    parts.line.store(&parts.sleepers, 1, &Quiet);
+                });
+            }
+            let _ = (adapt::take_woke(), adapt::take_notified());
+            let pred = &mut |v| v == 1;
+            if at_once {
+                climb(cell, pred, deadline, pol, None::<&SimMonitor>)
+            } else {
+                let mut c = Climb::start(cell.word(), cell.learning(), pol, deadline);
+                park::park_tier(&mut c, pred)
+            }
+        });
+        // The score and probes, not the CPU it parked on, which the scheduler picks.
+        let adapt = format!("{:?}", parts.adapt);
+        let cpu = adapt.find("parked_cpu").expect("the field");
+        let rest = &adapt[cpu..];
+        let learnt = (
+            format!(
+                "{}{}",
+                &adapt[..cpu],
+                &rest[rest.find(',').expect("more")..]
+            ),
+            parts.caught.get(),
+            parts.stats.snapshot(),
+        );
+        (o, learnt)
+    };
+    // A woken wait: the store comes once the waiter is counted, which may be before
+    // it sleeps (then it finds the value, as the first case does); each way is run
+    // until its waiter slept.
+    let woken = |at_once| {
+        (0..100)
+            .map(|_| run(at_once, 0, None, true))
+            .find(|(o, _)| o.slept)
+            .expect("a waiter that sleeps before the store")
+    };
+    let cases = [(1, None, false), (0, Some(0), false)]
+        .map(|(value, deadline, store)| {
+            let a = run(true, value, deadline, store);
+            let c = run(false, value, deadline, store);
+            (a, c)
+        })
+        .into_iter()
+        .chain([(woken(true), woken(false))]);
+    for ((a, learnt_a), (c, learnt_c)) in cases {
+        assert_eq!((a.value, a.ended, a.slept), (c.value, c.ended, c.slept));
+        assert_eq!(learnt_a, learnt_c, "{a:?}");
+    }
 }
 
 #[test]

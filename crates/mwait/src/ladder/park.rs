@@ -1,0 +1,184 @@
+//! Tier 3, the park: [`park_tier`] for a wait that climbed to it, and [`at_once`]
+//! for a wait that will neither spin nor wait in hardware, which parks without
+//! building the climb. Both sleep through one loop, [`park_until`].
+//!
+//! Most waits that park take the second way: under the default policy, a wait on a
+//! cell whose spins keep failing (a consumer fed every millisecond) spins only on a
+//! probe, and a parker's wait without evidence that a token is near (an executor's
+//! idle worker) never spins. Such a wait decides that it will not climb from what
+//! the climb itself would read first ([`Start`]) and then runs the park loop and the
+//! learning that the climb's end applies to a wait that did not spin, and nothing
+//! else: no climb record built, no tier's checks, no branch of the climb's end that
+//! cannot apply. After an idle spell its code and data are cold, and each line it
+//! does not touch is a cache miss the park does not pay (`docs/clients.md`).
+
+use super::outcome::{Ended, Outcome};
+use super::word::{ValueOf, Word};
+use super::{end, estimate, spin, stats, Climb, Learning, Start, NO_PARK_SPIN_ROUND_NS};
+use crate::backend::Watched;
+use crate::primitive::yield_now;
+use crate::sys::clock::now_ns;
+use crate::sys::park::Parked;
+
+/// How a park loop ended.
+pub(super) struct ParkEnd<V> {
+    pub(super) value: V,
+    /// [`Ended::Park`], [`Ended::TimedOut`] or [`Ended::AtDeadline`].
+    pub(super) ended: Ended,
+    /// Whether the waiter slept in the kernel.
+    pub(super) slept: bool,
+}
+
+/// The wait of `start` on `word`, which neither spins nor waits in hardware: the
+/// park loop, then the learning of the climb's end for a wait that did not spin
+/// (`Climb::finish`): a change that came before the waiter slept is one a spin would
+/// have caught.
+#[inline(always)]
+pub(super) fn at_once<'a, W: Word<'a>>(
+    word: W,
+    cell: Learning<'a>,
+    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
+    deadline: Option<u64>,
+    adaptive: bool,
+    start: Start,
+) -> Outcome<ValueOf<'a, W>> {
+    let e = park_until(word, cell, pred, deadline, !start.no_evidence);
+    if adaptive && e.ended == Ended::Park && !e.slept {
+        cell.adapt.record_spin(true);
+        cell.caught.note(true);
+    }
+    end(
+        cell.stats,
+        Outcome {
+            value: e.value,
+            ended: e.ended,
+            handoff: start.handoff,
+            slept: e.slept,
+        },
+    )
+}
+
+/// Tier 3 of a climb: park until the predicate holds or the deadline passes (or,
+/// with parking off, spin in rounds and yield between them).
+pub(super) fn park_tier<'a, W: Word<'a>>(
+    c: &mut Climb<'a, W>,
+    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
+) -> Outcome<ValueOf<'a, W>> {
+    if !c.pol.park {
+        return no_park_tier(c, pred);
+    }
+    let e = park_until(c.word, c.cell, pred, c.deadline, !c.no_evidence);
+    c.slept = e.slept;
+    c.finish(e.value, e.ended)
+}
+
+/// The park loop: look, then announce, re-check and sleep through the word's park
+/// half, until the predicate holds or the deadline passes. `measure`: the parks that
+/// are due for it read the clock around their sleep for the wake-up estimate.
+#[inline(always)]
+fn park_until<'a, W: Word<'a>>(
+    word: W,
+    cell: Learning<'a>,
+    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
+    deadline: Option<u64>,
+    measure: bool,
+) -> ParkEnd<ValueOf<'a, W>> {
+    let mut slept = false;
+    loop {
+        let v = word.atomic().load_acquire();
+        if pred(v) {
+            return ParkEnd {
+                value: v,
+                ended: Ended::Park,
+                slept,
+            };
+        }
+        if deadline.is_some_and(|d| now_ns() >= d) {
+            return ParkEnd {
+                value: v,
+                ended: Ended::TimedOut,
+                slept,
+            };
+        }
+        cell.adapt.note_parking();
+        cell.caught.note(false);
+        // The count this wait ends with goes to the thread's block: a new thread
+        // claims it now, before the sleep takes its caches.
+        stats::claim_thread_block();
+        // The clock is read around the sleep only on the parks that measure it, and
+        // never on a parker's park without evidence, which reads no clock at all:
+        // after an idle spell the clock's pages are cold, and their misses would
+        // cost an idle park more than the rest of mwait's path (`docs/clients.md`).
+        // The parks that spin on evidence measure the wake-up latency.
+        let parked_ns = (measure && estimate::wake_sample_due()).then(now_ns);
+        match word.park(&mut *pred, deadline) {
+            Ok(v) => {
+                return ParkEnd {
+                    value: v,
+                    ended: Ended::Park,
+                    slept,
+                }
+            }
+            Err(Parked::Woken) => {
+                slept = true;
+                if let Some(parked_ns) = parked_ns {
+                    let _ = estimate::offer_wake(word.wake_stamp(), parked_ns, now_ns());
+                }
+            }
+            // The value changed before the kernel put us to sleep: no wake-up to
+            // measure.
+            Err(Parked::Changed) => {}
+            Err(Parked::TimedOut) => {
+                let v = word.atomic().load_acquire();
+                let ended = if pred(v) {
+                    Ended::AtDeadline
+                } else {
+                    Ended::TimedOut
+                };
+                return ParkEnd {
+                    value: v,
+                    ended,
+                    slept,
+                };
+            }
+        }
+    }
+}
+
+/// Tier 3 with parking off: rounds of spin and yield until the predicate holds or
+/// the deadline passes.
+#[cold]
+#[inline(never)]
+fn no_park_tier<'a, W: Word<'a>>(
+    c: &mut Climb<'a, W>,
+    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
+) -> Outcome<ValueOf<'a, W>> {
+    let word = c.word();
+    loop {
+        let v = word.load_acquire();
+        if pred(v) {
+            return c.finish(v, Ended::Park);
+        }
+        if c.deadline.is_some_and(|d| now_ns() >= d) {
+            return c.finish(v, Ended::TimedOut);
+        }
+        if let Some(v) = no_park_round(c, pred) {
+            return c.finish(v, Ended::NoPark);
+        }
+    }
+}
+
+/// One round of a waiter that never parks: spin, then give the CPU back, so that a
+/// partner waiting for this CPU gets it at least between rounds.
+fn no_park_round<'a, W: Word<'a>>(
+    c: &Climb<'a, W>,
+    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
+) -> Option<ValueOf<'a, W>> {
+    let round = c.pol.spin_ns.max(NO_PARK_SPIN_ROUND_NS);
+    let until = c.cap(now_ns().saturating_add(round));
+    let hit = spin::spin_until(c.word(), pred, until, c.pol.spin_pause).value;
+    if hit.is_none() {
+        yield_now();
+    }
+    hit
+}
