@@ -3,12 +3,12 @@
 //!
 //! Each thread-local with a destructor costs a thread a registration on its first
 //! use (glibc's `__cxa_thread_atexit_impl`: an allocation, the dynamic linker's lock
-//! and a search of the loaded objects). A new thread whose first wait is an idle
-//! `block_on` runs that code cold. It needs both the `block_on` slot (before the
-//! park) and the wait statistics' block (after the wake-up); kept apart they would
-//! register twice, where futures-lite's `block_on` registers once. One thread-local
-//! for both registers once (`docs/clients.md`, "A fresh thread's first idle
-//! `block_on`").
+//! and a search of the loaded objects), which a new thread runs cold. A thread that
+//! both runs `block_on` and spins needs the `block_on` slot and the wait statistics'
+//! block; one thread-local for both registers once. A thread whose waits all park
+//! (a raw `Parker`, an idle `block_on`) never needs the block: the park tier's
+//! endings count without it (`ladder/stats.rs`), so its `Parker::park` registers
+//! nothing, and its `block_on` once, as futures-lite's does.
 
 use crate::ladder::stats::ThreadBlock;
 use crate::parker::BlockOnSlot;

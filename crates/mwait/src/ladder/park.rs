@@ -14,7 +14,7 @@
 
 use super::outcome::{Ended, Outcome};
 use super::word::{ValueOf, Word};
-use super::{end, estimate, spin, stats, Climb, Learning, Start, NO_PARK_SPIN_ROUND_NS};
+use super::{end, estimate, spin, Climb, Learning, Start, NO_PARK_SPIN_ROUND_NS};
 use crate::backend::Watched;
 use crate::primitive::yield_now;
 use crate::sys::clock::now_ns;
@@ -102,9 +102,6 @@ fn park_until<'a, W: Word<'a>>(
         }
         cell.adapt.note_parking();
         cell.caught.note(false);
-        // The count this wait ends with goes to the thread's block: a new thread
-        // claims it now, before the sleep takes its caches.
-        stats::claim_thread_block();
         // The clock is read around the sleep only on the parks that measure it, and
         // never on a parker's park without evidence, which reads no clock at all:
         // after an idle spell the clock's pages are cold, and their misses would

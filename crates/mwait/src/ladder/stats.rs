@@ -1,22 +1,28 @@
 //! What the waits did: where each one ended, how the hand-off spins fared, and the
 //! estimates and budgets in force.
 //!
-//! The counters live with the waiters and are never touched by a notifier. Each is a
-//! relaxed load and a relaxed store by the waiter that counts (a plain `mov` pair on
-//! x86, no locked instruction), at two places:
+//! The counters live with the waiters and are never touched by a notifier. Each wait
+//! is counted twice:
 //!
-//! - **per cell**, in the cell's waiter line ([`CellStats`]): a count can be lost when
-//!   two waiters of one cell finish at the same instant, which a statistic can
-//!   afford, a locked add on every wait it cannot;
-//! - **per thread**, in a block of the counting thread's own, which
-//!   [`stats`](crate::stats()) sums on read. A single process-wide set of counters
-//!   would be one cache line written by every waiting thread of the process: on a
-//!   machine with many cores it would bounce between them on every wait. Sharding by
-//!   CPU would still need locked adds (two threads can share a CPU's shard); a
-//!   thread's block has one writer, so relaxed stores are exact there. A thread
-//!   claims a block of a fixed table with one compare-exchange at its first count (no
-//!   allocation, no lock), and folds it into the retired totals when it exits, so the
-//!   counts of threads that are gone stay in the sum.
+//! - **per cell**, in the cell's waiter line ([`CellStats`]), with a relaxed load and
+//!   a relaxed store (a plain `mov` pair on x86, no locked instruction): a count can
+//!   be lost when two waiters of one cell finish at the same instant, which a
+//!   statistic can afford, a locked add on every wait it cannot;
+//! - **for the process**, which [`stats`](crate::stats()) sums on read. A single
+//!   process-wide set of counters would be one cache line written by every waiting
+//!   thread of the process: on a machine with many cores it would bounce between
+//!   them on every wait. So a wait that ended before the park tier counts in a block
+//!   of its thread's own, with relaxed stores (one writer: exact); a thread claims a
+//!   block of a fixed table with one compare-exchange at its first such count (no
+//!   allocation, no lock), and folds it into the retired totals when it exits, so
+//!   the counts of threads that are gone stay in the sum. A wait that ended in the
+//!   park tier (a park, a timeout) instead counts with a locked add in one of
+//!   [`PARK_SHARDS`] process-wide sets, picked by its thread: its wait cost a
+//!   system call already, beside which the add is noise, and a thread that only
+//!   parks (an executor's idle worker, a raw `Parker`) then never makes the thread's
+//!   state, whose first use registers a thread-local destructor (glibc's
+//!   `__cxa_thread_atexit_impl`: an allocation, the dynamic linker's lock, a search
+//!   of the loaded objects) on code that an idle spell left cold.
 
 use super::{estimate, Ended};
 use crate::sys::counters::WAIT_STATS;
@@ -40,6 +46,10 @@ const HANDOFF_CAUGHT: usize = 6;
 const SPURIOUS_HARDWARE: usize = 7;
 /// How many counters there are.
 const COUNTERS: usize = 8;
+
+/// How many process-wide sets the park tier's endings are counted in: threads that
+/// park at once write lines of their own, unless their hashes meet.
+pub(crate) const PARK_SHARDS: usize = 16;
 
 /// The counter of a wait that ended at `ended`; `None` for a wait whose predicate held
 /// at the first look (no wait at all: not counted, so that the fast path stays one
@@ -265,7 +275,7 @@ pub fn stats() -> ProcessStats {
 pub(crate) fn process_stats(hypervisor: bool) -> ProcessStats {
     let b = estimate::current(hypervisor);
     ProcessStats {
-        waits: WaitStats::from_counts(THREADS.sum()),
+        waits: WaitStats::from_counts(process_counts()),
         wake_latency: estimate::WAKE.get().map(Duration::from_nanos),
         spin_round: estimate::SPIN_ROUND.get().map(Duration::from_nanos),
         spin_budget: Duration::from_nanos(b.spin_ns),
@@ -377,7 +387,12 @@ impl CellStats {
         }
         let c = &self.0[i];
         c.store(c.load(Relaxed).wrapping_add(1), Relaxed);
-        bump_thread(i);
+        match i {
+            PARK | TIMEOUT => PARKS.bump(i),
+            _ => {
+                bump_thread(i);
+            }
+        }
     }
 }
 
@@ -561,26 +576,80 @@ impl Drop for ThreadBlock {
     }
 }
 
-/// Claims the calling thread's block now if it has none yet: the park tier calls it
-/// before it sleeps. A new thread's first count otherwise comes as its first park
-/// ends, and then the thread-local's first use (glibc registers its destructor: an
-/// allocation, the dynamic linker's lock, a search of the loaded objects) and the
-/// claim run on code and data that the sleep left cold. Before the sleep they cost
-/// a fresh thread's first `Parker::park` about 2 µs less of its CPU on the 2-vCPU
-/// guest (`docs/clients.md`). Once claimed, a park pays a thread-local read.
-#[inline]
-pub(crate) fn claim_thread_block() {
-    let _ = THREAD.try_with(|t| {
-        t.stats.block();
-    });
-}
-
 /// Counts `i` in the calling thread's block; returns the block's new count of `i`.
 /// A count made while the thread's locals are being torn down is dropped (and 0
 /// returned).
 #[inline]
 fn bump_thread(i: usize) -> u64 {
     THREAD.try_with(|t| t.stats.block().0.bump(i)).unwrap_or(0)
+}
+
+/// The park tier's endings ([`PARK`] and [`TIMEOUT`]) of the whole process, in
+/// [`PARK_SHARDS`] sets on lines of their own.
+struct ParkCounts([ParkShard; PARK_SHARDS]);
+
+/// One set of [`ParkCounts`]: the park count, then the timeout count.
+#[repr(align(128))]
+struct ParkShard([AtomicU64; 2]);
+
+impl ParkCounts {
+    const fn new() -> ParkCounts {
+        ParkCounts([const { ParkShard([const { AtomicU64::new(0) }; 2]) }; PARK_SHARDS])
+    }
+
+    /// Adds one to counter `i` ([`PARK`] or [`TIMEOUT`]) in the calling thread's set:
+    /// a locked add, as threads share the sets.
+    #[inline]
+    fn bump(&self, i: usize) {
+        let slot = usize::from(i == TIMEOUT);
+        self.0[park_shard()].0[slot].fetch_add(1, Relaxed);
+    }
+
+    /// The sums over the sets, as counters.
+    fn sum(&self) -> [u64; COUNTERS] {
+        let mut s = [0u64; COUNTERS];
+        for shard in &self.0 {
+            s[PARK] = s[PARK].wrapping_add(shard.0[0].load(Relaxed));
+            s[TIMEOUT] = s[TIMEOUT].wrapping_add(shard.0[1].load(Relaxed));
+        }
+        s
+    }
+}
+
+/// This process's counts of the park tier's endings.
+static PARKS: ParkCounts = ParkCounts::new();
+
+std::thread_local! {
+    /// Its address, which differs between live threads, picks the calling thread's
+    /// set of [`PARKS`]. A constant without a destructor: reading it registers
+    /// nothing, and no shared line is written to deal the sets.
+    static PARK_KEY: u8 = const { 0 };
+}
+
+/// The calling thread's set of [`PARKS`]: the address of its [`PARK_KEY`], hashed
+/// (Fibonacci hashing of the page number: thread-local blocks lie a stack apart,
+/// whatever the stacks' size, and the product's top bits differ for any such
+/// spacing).
+#[inline]
+fn park_shard() -> usize {
+    const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+    // PARK_SHARDS is a power of two: its bits are the product's top ones.
+    const BITS: u32 = PARK_SHARDS.trailing_zeros();
+    let page = PARK_KEY.with(|k| std::ptr::from_ref(k) as usize as u64) >> 12;
+    (page.wrapping_mul(GOLDEN) >> (u64::BITS - BITS)) as usize
+}
+
+// The hash yields PARK_SHARDS values only for a power of two.
+const _: () = assert!(PARK_SHARDS.is_power_of_two());
+
+/// The process's counts: the thread blocks (and the threads that exited) and the
+/// park tier's sets.
+fn process_counts() -> [u64; COUNTERS] {
+    let mut s = THREADS.sum();
+    for (t, p) in s.iter_mut().zip(PARKS.sum()) {
+        *t = t.wrapping_add(p);
+    }
+    s
 }
 
 #[cfg(test)]

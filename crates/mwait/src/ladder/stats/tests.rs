@@ -183,17 +183,19 @@ fn racing_threads_claim_distinct_blocks_and_lose_no_count() {
 fn the_process_sum_includes_threads_that_exited() {
     const PER_THREAD: u64 = 1000;
     const THREADS_N: u64 = 4;
-    let before = THREADS.sum();
+    let before = process_counts();
     let workers: Vec<_> = (0..THREADS_N)
         .map(|_| {
             std::thread::spawn(|| {
                 let c = CellStats::new();
                 for _ in 0..PER_THREAD {
+                    c.record(Ended::Spin);
                     c.record(Ended::TimedOut);
                 }
-                // This thread's own block saw every count: one writer, no loss.
-                let own = THREAD.with(|t| t.stats.block().0.read()[TIMEOUT]);
-                assert_eq!(own, PER_THREAD);
+                // This thread's own block saw every count before the park tier: one
+                // writer, no loss.
+                let own = THREAD.with(|t| t.stats.block().0.read());
+                assert_eq!((own[SPIN], own[TIMEOUT]), (PER_THREAD, 0));
             })
         })
         .collect();
@@ -202,33 +204,69 @@ fn the_process_sum_includes_threads_that_exited() {
     }
     // The threads are gone; their counts stay. (Other tests may count too, but
     // only ever up.)
-    let after = THREADS.sum();
+    let after = process_counts();
+    assert!(after[SPIN] - before[SPIN] >= PER_THREAD * THREADS_N);
     assert!(after[TIMEOUT] - before[TIMEOUT] >= PER_THREAD * THREADS_N);
     let s = process_stats(false);
+    assert!(s.waits.spin >= PER_THREAD * THREADS_N);
     assert!(s.waits.timeout >= PER_THREAD * THREADS_N);
     assert!(s.handoff_spin >= s.spin_budget);
 }
 
-/// A new thread claims its block before its first park sleeps, not after the
-/// wake-up: the predicate's last look before the sleep, made after the waiter has
-/// announced itself, already finds the block claimed.
+/// The park tier's endings count in the sets of [`PARKS`], each thread in the one its
+/// key's address picks, with locked adds: threads that count at once lose no count,
+/// a thread keeps its set, and threads spread over the sets.
 #[test]
-fn a_new_thread_claims_its_block_before_its_first_park() {
+fn park_endings_count_in_their_threads_sets_and_lose_no_count() {
+    const PER_THREAD: u64 = 2000;
+    const THREADS_N: usize = 2 * PARK_SHARDS;
+    let before = PARKS.sum();
+    let shards: Vec<usize> = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..THREADS_N)
+            .map(|_| {
+                s.spawn(|| {
+                    let c = CellStats::new();
+                    let shard = park_shard();
+                    for _ in 0..PER_THREAD {
+                        c.record(Ended::Park);
+                        c.record(Ended::AtDeadline);
+                        c.record(Ended::TimedOut);
+                    }
+                    assert_eq!(park_shard(), shard, "a thread keeps its set");
+                    shard
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let after = PARKS.sum();
+    let n = PER_THREAD * THREADS_N as u64;
+    assert!(after[PARK] - before[PARK] >= 2 * n);
+    assert!(after[TIMEOUT] - before[TIMEOUT] >= n);
+    let mut used: Vec<usize> = shards.clone();
+    used.sort_unstable();
+    used.dedup();
+    assert!(used.iter().all(|&k| k < PARK_SHARDS));
+    // Live threads' keys lie a stack apart: they spread over the sets.
+    assert!(used.len() >= PARK_SHARDS / 2, "{shards:?}");
+}
+
+/// A thread whose wait ends in the park tier claims no block (and so never makes the
+/// thread state, whose first use registers a destructor), and its park reaches the
+/// process's sum.
+#[test]
+fn a_thread_that_only_parks_claims_no_block() {
     let cell = std::sync::Arc::new(crate::WaitCell::new_parker(0));
+    let before = process_counts()[PARK];
     let c = cell.clone();
     let waiter = std::thread::spawn(move || {
-        let mut claimed_while_waiting = false;
-        c.wait_until(|v| {
-            if v == 0 {
-                claimed_while_waiting |= THREAD.with(|t| t.stats.0.get().is_some());
-            }
-            v != 0
-        });
-        claimed_while_waiting
+        c.wait_until(|v| v == 1);
+        THREAD.with(|t| t.stats.0.get().is_none())
     });
     while cell.parked_waiters() == 0 {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     cell.swap(1);
-    assert!(waiter.join().unwrap());
+    assert!(waiter.join().unwrap(), "the park claimed a block");
+    assert!(process_counts()[PARK] > before);
 }
