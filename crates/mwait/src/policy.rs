@@ -6,6 +6,7 @@ use crate::backend::spin::SpinPause;
 use crate::backend::{CState, HwTier};
 use crate::select::{backend_hw, selection, ForcedTier};
 use crate::sys::clock::duration_ns;
+use std::fmt;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -41,7 +42,7 @@ enum Budget {
 /// assert_eq!(p.spin_budget(), Some(Duration::from_micros(20)));
 /// assert!(p.parks());
 /// ```
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash)]
 pub struct WaitPolicy {
     spin: Budget,
     hw: Budget,
@@ -51,6 +52,25 @@ pub struct WaitPolicy {
     backend: Option<Backend>,
     handoff: bool,
     apart: Option<bool>,
+    /// Whether any of the fields above differs from [`WaitPolicy::new`]'s: a function
+    /// of them, kept by every setter, so that equality and hashing are unchanged and
+    /// a wait tells the default policy by one flag (see [`WaitPolicy::resolve`]).
+    tuned: bool,
+}
+
+impl fmt::Debug for WaitPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WaitPolicy")
+            .field("spin", &self.spin)
+            .field("hw", &self.hw)
+            .field("park", &self.park)
+            .field("adaptive", &self.adaptive)
+            .field("cstate", &self.cstate)
+            .field("backend", &self.backend)
+            .field("handoff", &self.handoff)
+            .field("apart", &self.apart)
+            .finish()
+    }
 }
 
 impl Default for WaitPolicy {
@@ -71,7 +91,23 @@ impl WaitPolicy {
             backend: None,
             handoff: true,
             apart: None,
+            tuned: false,
         }
+    }
+
+    /// This policy with [`tuned`](Self::tuned) brought up to date, for every setter
+    /// to return.
+    const fn retuned(mut self) -> WaitPolicy {
+        let d = WaitPolicy::new();
+        self.tuned = !(matches!(self.spin, Budget::Auto)
+            && matches!(self.hw, Budget::Auto)
+            && self.park == d.park
+            && self.adaptive == d.adaptive
+            && self.cstate as u8 == d.cstate as u8
+            && self.backend.is_none()
+            && self.handoff == d.handoff
+            && self.apart.is_none());
+        self
     }
 
     /// Spin for at most `d` before the next tier (`Duration::ZERO`: never spin).
@@ -79,13 +115,13 @@ impl WaitPolicy {
     pub const fn spin(mut self, d: Duration) -> WaitPolicy {
         self.spin = Budget::Fixed(duration_ns(d));
         self.adaptive = false;
-        self
+        self.retuned()
     }
 
     /// Wait in hardware (UMWAIT, MWAITX, kernel MWAIT) for at most `d` before parking.
     pub const fn hardware(mut self, d: Duration) -> WaitPolicy {
         self.hw = Budget::Fixed(duration_ns(d));
-        self
+        self.retuned()
     }
 
     /// Whether to park (futex) once the budgets are spent. With `false` the waiter
@@ -93,13 +129,13 @@ impl WaitPolicy {
     /// it then occupies a CPU for the whole wait. Only for callers that own their CPUs.
     pub const fn park(mut self, park: bool) -> WaitPolicy {
         self.park = park;
-        self
+        self.retuned()
     }
 
     /// Whether the spin budget adapts per cell (on by default with an auto budget).
     pub const fn adaptive(mut self, on: bool) -> WaitPolicy {
         self.adaptive = on;
-        self
+        self.retuned()
     }
 
     /// Whether a wait right after this thread woke a parked waiter spins the longer
@@ -117,7 +153,7 @@ impl WaitPolicy {
     /// ```
     pub const fn handoff(mut self, on: bool) -> WaitPolicy {
         self.handoff = on;
-        self
+        self.retuned()
     }
 
     /// Whether a thread that woke a partner parked on its own CPU may move itself to
@@ -151,7 +187,7 @@ impl WaitPolicy {
     /// ```
     pub const fn move_apart(mut self, on: bool) -> WaitPolicy {
         self.apart = Some(on);
-        self
+        self.retuned()
     }
 
     /// This policy's [`move_apart`](Self::move_apart) setting (`None`: the
@@ -168,7 +204,7 @@ impl WaitPolicy {
     /// The power state of hardware waits.
     pub const fn cstate(mut self, c: CState) -> WaitPolicy {
         self.cstate = c;
-        self
+        self.retuned()
     }
 
     /// The power state from a wake-latency budget: how much later than the store the
@@ -196,7 +232,7 @@ impl WaitPolicy {
     /// is skipped: those waits spin, then park.
     pub const fn backend(mut self, backend: Backend) -> WaitPolicy {
         self.backend = Some(backend);
-        self
+        self.retuned()
     }
 
     /// The fixed spin budget, or `None` when it is auto.
@@ -249,10 +285,12 @@ impl WaitPolicy {
     /// Turns the policy into the numbers one wait uses. The default policy, which
     /// most waits use, resolves the same way for the life of the process: its
     /// result is kept in one small static instead of being rebuilt from the
-    /// selection on every wait, whose cache misses would sit on every wait.
+    /// selection on every wait, whose cache misses would sit on every wait. It is
+    /// told by its `tuned` flag, one load: a comparison with `new()` field by field
+    /// is some twenty instructions on every wait that enters the ladder.
     #[inline]
     pub(crate) fn resolve(&self) -> Resolved {
-        if *self == WaitPolicy::new() {
+        if !self.tuned {
             static DEFAULT: OnceLock<Resolved> = OnceLock::new();
             return *DEFAULT.get_or_init(|| self.resolve_uncached());
         }
@@ -391,5 +429,44 @@ mod tests {
             .spin(Duration::from_micros(3))
             .allows_inline_spin());
         assert!(!WaitPolicy::new().adaptive(false).allows_inline_spin());
+    }
+
+    /// The flag that tells the default policy is set exactly when a policy differs
+    /// from `new()`, whatever setters built it: a setter back to the default clears
+    /// it, and equality and hashing do not see it.
+    #[test]
+    fn a_policy_is_tuned_exactly_when_it_differs_from_the_default() {
+        use std::hash::BuildHasher;
+        let keys = std::hash::RandomState::new();
+        let hash = |p: &WaitPolicy| keys.hash_one(p);
+        let d = WaitPolicy::new();
+        assert!(!d.tuned && !WaitPolicy::default().tuned);
+        let changed = [
+            d.spin(Duration::ZERO),
+            d.hardware(Duration::from_micros(1)),
+            d.park(false),
+            d.adaptive(false),
+            d.cstate(CState::C1),
+            d.backend(Backend::Futex),
+            d.handoff(false),
+            d.move_apart(false),
+        ];
+        for p in changed {
+            assert!(p.tuned && p != d, "{p:?}");
+        }
+        let back = [
+            d.park(false).park(true),
+            d.adaptive(false).adaptive(true),
+            d.cstate(CState::C1).cstate(CState::C0_1),
+            d.handoff(false).handoff(true),
+            d.park(true).handoff(true),
+        ];
+        for p in back {
+            assert!(!p.tuned, "{p:?}");
+            assert_eq!(p, d);
+            assert_eq!(hash(&p), hash(&d));
+        }
+        assert_eq!(format!("{d:?}"), format!("{:?}", d.park(false).park(true)));
+        assert!(!format!("{d:?}").contains("tuned"));
     }
 }
