@@ -443,8 +443,8 @@ fn climb_word<'a, W: Word<'a>>(
         return park::at_once(word, learning, pred, deadline, pol.adaptive, start);
     }
     let mut climb = Climb::from_start(word, learning, pol, deadline, start);
-    // The tiers before the park are calls of their own, out of this body, which
-    // the waits that park at once run through without them.
+    // The spin and hardware tiers are calls of their own, out of this body, so that
+    // the lines the waits that park at once run through here lie close together.
     if climb.spin_ns > 0 {
         if let Some(v) = spin_tier(&mut climb, pred) {
             return climb.finish(v, Ended::Spin);
