@@ -20,15 +20,6 @@ use crate::primitive::yield_now;
 use crate::sys::clock::now_ns;
 use crate::sys::park::Parked;
 
-/// How a park loop ended.
-pub(super) struct ParkEnd<V> {
-    pub(super) value: V,
-    /// [`Ended::Park`], [`Ended::TimedOut`] or [`Ended::AtDeadline`].
-    pub(super) ended: Ended,
-    /// Whether the waiter slept in the kernel.
-    pub(super) slept: bool,
-}
-
 /// The wait of `start` on `word`, which neither spins nor waits in hardware: the
 /// park loop, then the learning of the climb's end for a wait that did not spin
 /// (`Climb::finish`): a change that came before the waiter slept is one a spin would
@@ -42,18 +33,19 @@ pub(super) fn at_once<'a, W: Word<'a>>(
     adaptive: bool,
     start: Start,
 ) -> Outcome<ValueOf<'a, W>> {
-    let e = park_until(word, cell, pred, deadline, !start.no_evidence);
-    if adaptive && e.ended == Ended::Park && !e.slept {
+    let mut slept = false;
+    let (value, ended) = park_until(word, cell, pred, deadline, !start.no_evidence, &mut slept);
+    if adaptive && ended == Ended::Park && !slept {
         cell.adapt.record_spin(true);
         cell.caught.note(true);
     }
     end(
         cell.stats,
         Outcome {
-            value: e.value,
-            ended: e.ended,
+            value,
+            ended,
             handoff: start.handoff,
-            slept: e.slept,
+            slept,
         },
     )
 }
@@ -67,14 +59,22 @@ pub(super) fn park_tier<'a, W: Word<'a>>(
     if !c.pol.park {
         return no_park_tier(c, pred);
     }
-    let e = park_until(c.word, c.cell, pred, c.deadline, !c.no_evidence);
-    c.slept = e.slept;
-    c.finish(e.value, e.ended)
+    let (value, ended) = park_until(
+        c.word,
+        c.cell,
+        pred,
+        c.deadline,
+        !c.no_evidence,
+        &mut c.slept,
+    );
+    c.finish(value, ended)
 }
 
 /// The park loop: look, then announce, re-check and sleep through the word's park
-/// half, until the predicate holds or the deadline passes. `measure`: the parks that
-/// are due for it read the clock around their sleep for the wake-up estimate.
+/// half, until the predicate holds or the deadline passes; returns the value and
+/// [`Ended::Park`], [`Ended::TimedOut`] or [`Ended::AtDeadline`], and sets `slept`
+/// once the waiter has slept in the kernel. `measure`: the parks that are due for it
+/// read the clock around their sleep for the wake-up estimate.
 #[inline(always)]
 fn park_until<'a, W: Word<'a>>(
     word: W,
@@ -82,23 +82,15 @@ fn park_until<'a, W: Word<'a>>(
     pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
     deadline: Option<u64>,
     measure: bool,
-) -> ParkEnd<ValueOf<'a, W>> {
-    let mut slept = false;
+    slept: &mut bool,
+) -> (ValueOf<'a, W>, Ended) {
     loop {
         let v = word.atomic().load_acquire();
         if pred(v) {
-            return ParkEnd {
-                value: v,
-                ended: Ended::Park,
-                slept,
-            };
+            return (v, Ended::Park);
         }
         if deadline.is_some_and(|d| now_ns() >= d) {
-            return ParkEnd {
-                value: v,
-                ended: Ended::TimedOut,
-                slept,
-            };
+            return (v, Ended::TimedOut);
         }
         cell.adapt.note_parking();
         cell.caught.note(false);
@@ -109,15 +101,9 @@ fn park_until<'a, W: Word<'a>>(
         // The parks that spin on evidence measure the wake-up latency.
         let parked_ns = (measure && estimate::wake_sample_due()).then(now_ns);
         match word.park(&mut *pred, deadline) {
-            Ok(v) => {
-                return ParkEnd {
-                    value: v,
-                    ended: Ended::Park,
-                    slept,
-                }
-            }
+            Ok(v) => return (v, Ended::Park),
             Err(Parked::Woken) => {
-                slept = true;
+                *slept = true;
                 if let Some(parked_ns) = parked_ns {
                     let _ = estimate::offer_wake(word.wake_stamp(), parked_ns, now_ns());
                 }
@@ -132,11 +118,7 @@ fn park_until<'a, W: Word<'a>>(
                 } else {
                     Ended::TimedOut
                 };
-                return ParkEnd {
-                    value: v,
-                    ended,
-                    slept,
-                };
+                return (v, ended);
             }
         }
     }
