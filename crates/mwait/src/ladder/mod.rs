@@ -237,13 +237,6 @@ impl Start {
 }
 
 impl<'a, W: Word<'a>> Climb<'a, W> {
-    /// [`Start::decide`], then the climb from there.
-    #[cfg(all(test, not(mwait_loom)))]
-    fn start(word: W, cell: Learning<'a>, pol: Resolved, deadline: Option<u64>) -> Climb<'a, W> {
-        let start = Start::decide(cell, &pol);
-        Climb::from_start(word, cell, pol, deadline, start)
-    }
-
     /// Whether spinning can help, from what `start` decided. The clock and the
     /// run-queue check are read only where a spin or a hardware wait may follow: a
     /// waiter that goes straight to park (a slow producer) pays for neither.

@@ -2,6 +2,7 @@ use super::*;
 use crate::backend::sim::SimMonitor;
 use crate::backend::CState;
 use crate::ladder::outcome::WaitResult;
+use crate::ladder::stats::WaitStats;
 use crate::primitive::AtomicU64;
 use crate::primitive::Ordering;
 use crate::sys::park::Parked;
@@ -30,13 +31,20 @@ fn run_hardware_tier(hw: &SimMonitor, target: u32) -> (Option<u32>, bool, u64) {
     let parts = Parts::new(0);
     let pol = policy(0, 60_000_000_000, false);
     let cell = parts.waiter();
-    let mut c = Climb::start(cell.word(), cell.learning(), pol, None);
+    let mut c = started(cell, pol, None);
     let r = hardware_tier(&mut c, hw, &mut |v| v == target);
     (
         r,
         c.hw_start.is_some(),
         parts.stats.snapshot().spurious_hardware,
     )
+}
+
+/// The climb of a wait on `cell` under `pol`: [`Start::decide`], then the climb from
+/// there, as `climb_word` builds it for a wait that does not park at once.
+fn started(cell: Waiter<'_>, pol: Resolved, deadline: Option<u64>) -> Climb<'_, CellWord<'_>> {
+    let start = Start::decide(cell.learning(), &pol);
+    Climb::from_start(cell.word(), cell.learning(), pol, deadline, start)
 }
 
 /// What a cell gives the ladder, each part on its own.
@@ -101,17 +109,17 @@ fn a_parker_cell_without_evidence_parks_at_once() {
     let cell = parts.waiter();
     let pol = policy(1_000, 1_000, true);
     let _ = (adapt::take_woke(), adapt::take_notified());
-    let c = Climb::start(cell.word(), cell.learning(), pol, None);
+    let c = started(cell, pol, None);
     assert_eq!((c.spin_ns, c.can_help), (0, false));
     // With evidence the ordinary rules apply (a caught last wait also passes the
     // run-queue gate, so the budget is the estimate's whatever the load).
     parts.caught.note(true);
-    let c = Climb::start(cell.word(), cell.learning(), pol, None);
+    let c = started(cell, pol, None);
     assert!(c.can_help, "a caught cell may spin");
     // A notify is evidence for one wait: the gate may still refuse, never the rule.
     parts.caught.note(false);
     adapt::note_notified();
-    let c = Climb::start(cell.word(), cell.learning(), pol, None);
+    let c = started(cell, pol, None);
     assert!(!adapt::take_notified(), "the wait took the note");
     let gate = load::last_reading_allows_spin();
     assert!(c.can_help || !gate, "only the run-queue gate may stop it");
@@ -125,7 +133,7 @@ fn two_waits_woken_far_after_their_failed_spins_stop_the_spinning() {
     let ends = |parts: &Parts, slept: bool| {
         let cell = parts.waiter();
         let _ = (adapt::take_woke(), adapt::take_notified());
-        let mut c = Climb::start(cell.word(), cell.learning(), policy(1_000, 0, true), None);
+        let mut c = started(cell, policy(1_000, 0, true), None);
         // As the spin tier leaves a failed spin of 1 µs, a millisecond ago.
         parts.adapt.record_spin(false);
         c.spin_ns = 1_000;
@@ -163,9 +171,9 @@ fn a_policy_without_the_handoff_spin_ignores_and_forgets_a_wake() {
         ..policy(1_000, 0, false)
     };
     adapt::note_woke(Woke::Partner);
-    assert!(Climb::start(cell.word(), cell.learning(), pol(true), None).handoff);
+    assert!(started(cell, pol(true), None).handoff);
     adapt::note_woke(Woke::Partner);
-    assert!(!Climb::start(cell.word(), cell.learning(), pol(false), None).handoff);
+    assert!(!started(cell, pol(false), None).handoff);
     assert_eq!(adapt::take_woke(), Woke::Nobody, "the wake was taken");
 }
 
@@ -223,6 +231,20 @@ impl crate::protocol::OnWake for Quiet {
     fn parked_woken(&self) {}
 }
 
+/// What a wait taught `parts`: the score and probes (not the CPU it parked on, which
+/// the scheduler picks), whether it caught, its counts.
+fn learnt(parts: &Parts) -> (String, bool, WaitStats) {
+    let adapt = format!("{:?}", parts.adapt);
+    let cpu = adapt.find("parked_cpu").expect("the field");
+    let rest = &adapt[cpu..];
+    let score = format!(
+        "{}{}",
+        &adapt[..cpu],
+        &rest[rest.find(',').expect("more")..]
+    );
+    (score, parts.caught.get(), parts.stats.snapshot())
+}
+
 /// A wait that parks at once learns and counts what the climb's park tier learns
 /// and counts for a wait that did not spin: one whose change came before it slept
 /// counts as caught (and the next wait may spin inline), one that timed out learns
@@ -249,24 +271,11 @@ fn a_wait_that_parks_at_once_learns_as_the_climb_does() {
             if at_once {
                 climb(cell, pred, deadline, pol, None::<&SimMonitor>)
             } else {
-                let mut c = Climb::start(cell.word(), cell.learning(), pol, deadline);
+                let mut c = started(cell, pol, deadline);
                 park::park_tier(&mut c, pred)
             }
         });
-        // The score and probes, not the CPU it parked on, which the scheduler picks.
-        let adapt = format!("{:?}", parts.adapt);
-        let cpu = adapt.find("parked_cpu").expect("the field");
-        let rest = &adapt[cpu..];
-        let learnt = (
-            format!(
-                "{}{}",
-                &adapt[..cpu],
-                &rest[rest.find(',').expect("more")..]
-            ),
-            parts.caught.get(),
-            parts.stats.snapshot(),
-        );
-        (o, learnt)
+        (o, learnt(&parts))
     };
     // A woken wait: the store comes once the waiter is counted, which may be before
     // it sleeps (then it finds the value, as the first case does); each way is run
