@@ -17,16 +17,19 @@
 //!   allocation, no lock), and folds it into the retired totals when it exits, so
 //!   the counts of threads that are gone stay in the sum. A wait that ended in the
 //!   park tier (a park, a timeout) instead counts with a locked add in one of
-//!   [`PARK_SHARDS`] process-wide sets, picked by its thread: its wait cost a
+//!   16 process-wide sets (`stats/parks.rs`), picked by its thread: its wait cost a
 //!   system call already, beside which the add is noise, and a thread that only
 //!   parks (an executor's idle worker, a raw `Parker`) then never makes the thread's
 //!   state, whose first use registers a thread-local destructor (glibc's
 //!   `__cxa_thread_atexit_impl`: an allocation, the dynamic linker's lock, a search
 //!   of the loaded objects) on code that an idle spell left cold.
 
+mod parks;
+
 use super::{estimate, Ended};
 use crate::sys::counters::WAIT_STATS;
 use crate::thread::THREAD;
+use parks::PARKS;
 use std::cell::Cell;
 use std::fmt;
 use std::sync::atomic::AtomicU32;
@@ -46,10 +49,6 @@ const HANDOFF_CAUGHT: usize = 6;
 const SPURIOUS_HARDWARE: usize = 7;
 /// How many counters there are.
 const COUNTERS: usize = 8;
-
-/// How many process-wide sets the park tier's endings are counted in: threads that
-/// park at once write lines of their own, unless their hashes meet.
-pub(crate) const PARK_SHARDS: usize = 16;
 
 /// The counter of a wait that ended at `ended`; `None` for a wait whose predicate held
 /// at the first look (no wait at all: not counted, so that the fast path stays one
@@ -583,64 +582,6 @@ impl Drop for ThreadBlock {
 fn bump_thread(i: usize) -> u64 {
     THREAD.try_with(|t| t.stats.block().0.bump(i)).unwrap_or(0)
 }
-
-/// The park tier's endings ([`PARK`] and [`TIMEOUT`]) of the whole process, in
-/// [`PARK_SHARDS`] sets on lines of their own.
-struct ParkCounts([ParkShard; PARK_SHARDS]);
-
-/// One set of [`ParkCounts`]: the park count, then the timeout count.
-#[repr(align(128))]
-struct ParkShard([AtomicU64; 2]);
-
-impl ParkCounts {
-    const fn new() -> ParkCounts {
-        ParkCounts([const { ParkShard([const { AtomicU64::new(0) }; 2]) }; PARK_SHARDS])
-    }
-
-    /// Adds one to counter `i` ([`PARK`] or [`TIMEOUT`]) in the calling thread's set:
-    /// a locked add, as threads share the sets.
-    #[inline]
-    fn bump(&self, i: usize) {
-        let slot = usize::from(i == TIMEOUT);
-        self.0[park_shard()].0[slot].fetch_add(1, Relaxed);
-    }
-
-    /// The sums over the sets, as counters.
-    fn sum(&self) -> [u64; COUNTERS] {
-        let mut s = [0u64; COUNTERS];
-        for shard in &self.0 {
-            s[PARK] = s[PARK].wrapping_add(shard.0[0].load(Relaxed));
-            s[TIMEOUT] = s[TIMEOUT].wrapping_add(shard.0[1].load(Relaxed));
-        }
-        s
-    }
-}
-
-/// This process's counts of the park tier's endings.
-static PARKS: ParkCounts = ParkCounts::new();
-
-std::thread_local! {
-    /// Its address, which differs between live threads, picks the calling thread's
-    /// set of [`PARKS`]. A constant without a destructor: reading it registers
-    /// nothing, and no shared line is written to deal the sets.
-    static PARK_KEY: u8 = const { 0 };
-}
-
-/// The calling thread's set of [`PARKS`]: the address of its [`PARK_KEY`], hashed
-/// (Fibonacci hashing of the page number: thread-local blocks lie a stack apart,
-/// whatever the stacks' size, and the product's top bits differ for any such
-/// spacing).
-#[inline]
-fn park_shard() -> usize {
-    const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
-    // PARK_SHARDS is a power of two: its bits are the product's top ones.
-    const BITS: u32 = PARK_SHARDS.trailing_zeros();
-    let page = PARK_KEY.with(|k| std::ptr::from_ref(k) as usize as u64) >> 12;
-    (page.wrapping_mul(GOLDEN) >> (u64::BITS - BITS)) as usize
-}
-
-// The hash yields PARK_SHARDS values only for a power of two.
-const _: () = assert!(PARK_SHARDS.is_power_of_two());
 
 /// The process's counts: the thread blocks (and the threads that exited) and the
 /// park tier's sets.

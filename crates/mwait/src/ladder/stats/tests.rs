@@ -1,3 +1,4 @@
+use super::parks::{park_shard, PARK_SHARDS};
 use super::*;
 
 /// How many blocks of `r` are claimed.
