@@ -85,14 +85,18 @@
 //!   `valgrind --tool=callgrind --toggle-collect='mwait::ladder::run'`, the
 //!   difference of two runs' counts over the difference of their `WAKES` is the
 //!   ladder's user-space instructions per parked wait.
-//! - `fresh-park WAIT_MS [ROUNDS]`: a park of `WAIT_MS` on a new `mwait::Parker` and
-//!   on a new `parking::Parker`, each on a new thread, in turns for `ROUNDS` (31)
-//!   rounds, after one park of each on other threads (500 ms, so that the first
-//!   wait's work is done, and the parks sleep under valgrind too): per side the
-//!   median CPU of the parking thread in its park, and the median of the rounds'
-//!   ratios. With `ROUNDS` 1 under `valgrind --tool=callgrind --dump-instr=yes
-//!   --toggle-collect='*mwait_park_measured'` the count is one fresh park's
-//!   instructions, and the instruction addresses give the code lines it touched.
+//! - `fresh-park WAIT_MS [ROUNDS [block_on]]`: a park of `WAIT_MS` on a new
+//!   `mwait::Parker` and on a new `parking::Parker`, each on a new thread, in turns
+//!   for `ROUNDS` (31) rounds, after one park of each on other threads (500 ms, so
+//!   that the first wait's work is done, and the parks sleep under valgrind too):
+//!   per side the median CPU of the parking thread in its park, and the median of
+//!   the rounds' ratios. With `ROUNDS` 1 under `valgrind --tool=callgrind
+//!   --dump-instr=yes --toggle-collect='*mwait_park_measured'` the count is one
+//!   fresh park's instructions, and the instruction addresses give the code lines
+//!   it touched. With `block_on`, the same for a new thread's first `block_on` of a
+//!   channel's `recv` (`mwait::block_on` against futures-lite's, as in
+//!   `fresh-idle`), collected by `*mwait_block_on_measured` and
+//!   `*stock_block_on_measured`.
 //!
 //! To get the "before" side of a comparison, copy this file into a checkout of the
 //! earlier commit (it uses only the harness's public functions) and run it there.
@@ -673,12 +677,51 @@ fn park_measured(
     cpu
 }
 
+/// A new thread's first `block_on` (`mwait`: mwait's, else futures-lite's) of a
+/// channel's `recv`, which a send `wait` later completes; its CPU. `measured`:
+/// through a function that callgrind can collect alone.
+fn new_block_on(mwait: bool, wait: Duration, measured: bool) -> u64 {
+    type Rx = async_channel::Receiver<()>;
+    fn block_on(mwait: bool, rx: &Rx) {
+        let recv = async { rx.recv().await.expect("the sender runs") };
+        match mwait {
+            true => mwait::block_on(recv),
+            false => futures_lite::future::block_on(recv),
+        }
+    }
+    /// The `block_on` alone.
+    #[inline(never)]
+    fn mwait_block_on_measured(rx: &Rx) {
+        block_on(true, rx);
+    }
+    /// The `block_on` alone (see [`new_block_on`]).
+    #[inline(never)]
+    fn stock_block_on_measured(rx: &Rx) {
+        block_on(false, rx);
+    }
+    let (tx, rx) = async_channel::bounded::<()>(1);
+    park_measured(
+        wait,
+        move || tx.send_blocking(()).expect("the waiter runs"),
+        || match (measured, mwait) {
+            (true, true) => mwait_block_on_measured(&rx),
+            (true, false) => stock_block_on_measured(&rx),
+            (false, _) => block_on(mwait, &rx),
+        },
+    )
+}
+
 /// `fresh-park`: see the module docs.
-fn fresh_park(wait: Duration, rounds: usize) {
-    // Side 0 parks on `mwait::Parker`, side 1 on `parking::Parker`, each on a new
-    // thread.
-    let on_new_thread = |side: usize, wait: Duration, measured: bool| {
-        let park = [new_mwait_park, new_parking_park][side];
+fn fresh_park(wait: Duration, rounds: usize, block_on: bool) {
+    // Side 0 parks on `mwait::Parker` (or runs `mwait::block_on`), side 1 on
+    // `parking::Parker` (or runs futures-lite's `block_on`), each on a new thread.
+    let on_new_thread = move |side: usize, wait: Duration, measured: bool| {
+        let park: fn(Duration, bool) -> u64 = match (block_on, side) {
+            (true, 0) => |w, m| new_block_on(true, w, m),
+            (true, _) => |w, m| new_block_on(false, w, m),
+            (false, 0) => new_mwait_park,
+            (false, _) => new_parking_park,
+        };
         std::thread::spawn(move || park(wait, measured))
             .join()
             .expect("the parking thread")
@@ -696,11 +739,20 @@ fn fresh_park(wait: Duration, rounds: usize) {
         }
         ratios.push(pair[0] / pair[1]);
     }
+    let (what, names) = match block_on {
+        true => (
+            "first block_on",
+            ["mwait::block_on", "futures-lite's block_on"],
+        ),
+        false => ("park", ["mwait::Parker", "parking::Parker"]),
+    };
     println!(
-        "a new thread's park of {} ms, {rounds} rounds: mwait::Parker {:.0} ns, \
-         parking::Parker {:.0} ns of its CPU (medians); median of the rounds' ratios {:.3}x",
+        "a new thread's {what} of {} ms, {rounds} rounds: {} {:.0} ns, {} {:.0} ns of \
+         its CPU (medians); median of the rounds' ratios {:.3}x",
         wait.as_millis(),
+        names[0],
         median(&cpu[0]),
+        names[1],
         median(&cpu[1]),
         median(&ratios)
     );
@@ -987,10 +1039,16 @@ fn main() {
         }
         ["steady-park", n] => steady_park(n.parse().expect("wakes"), false),
         ["steady-park", n, "parker"] => steady_park(n.parse().expect("wakes"), true),
-        ["fresh-park", ms] => fresh_park(Duration::from_millis(ms.parse().expect("ms")), 31),
+        ["fresh-park", ms] => fresh_park(Duration::from_millis(ms.parse().expect("ms")), 31, false),
         ["fresh-park", ms, rounds] => fresh_park(
             Duration::from_millis(ms.parse().expect("ms")),
             rounds.parse().expect("rounds"),
+            false,
+        ),
+        ["fresh-park", ms, rounds, "block_on"] => fresh_park(
+            Duration::from_millis(ms.parse().expect("ms")),
+            rounds.parse().expect("rounds"),
+            true,
         ),
         ["fresh-idle"] => fresh_idle(Duration::from_millis(200), 41),
         ["fresh-idle", ms] => fresh_idle(Duration::from_millis(ms.parse().expect("ms")), 41),
@@ -1008,7 +1066,7 @@ fn main() {
                  | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS \
                  | fresh-idle [WAIT_MS [PAIRS]] | first-wake [PROCESSES [IMPL...]] \
                  | cold-long-wait [ROUNDS] | steady-park WAKES [parker] \
-                 | fresh-park WAIT_MS [ROUNDS]"
+                 | fresh-park WAIT_MS [ROUNDS [block_on]]"
             );
             std::process::exit(2);
         }
