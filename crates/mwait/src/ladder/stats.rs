@@ -570,9 +570,21 @@ impl ThreadBlock {
 impl Drop for ThreadBlock {
     fn drop(&mut self) {
         if let Some(c) = self.0.get() {
+            // A count after this one (a wait in a later thread-local destructor)
+            // must not reach the block, which another thread may claim next.
+            BLOCK.set(None);
             THREADS.retire(&c);
         }
     }
+}
+
+std::thread_local! {
+    /// The calling thread's block once [`ThreadBlock`] has claimed it, until the
+    /// thread's state is torn down: a thread-local with neither destructor nor lazy
+    /// initialisation, so that a count (the hot path of a ping-pong, right after the
+    /// inline spin caught its partner's answer) finds the block with one load,
+    /// without the check of the thread's state that [`THREAD`] takes on each use.
+    static BLOCK: Cell<Option<&'static Block>> = const { Cell::new(None) };
 }
 
 /// Counts `i` in the calling thread's block; returns the block's new count of `i`.
@@ -580,7 +592,24 @@ impl Drop for ThreadBlock {
 /// returned).
 #[inline]
 fn bump_thread(i: usize) -> u64 {
-    THREAD.try_with(|t| t.stats.block().0.bump(i)).unwrap_or(0)
+    match BLOCK.get() {
+        Some(b) => b.0.bump(i),
+        None => bump_thread_first(i),
+    }
+}
+
+/// [`bump_thread`] before the thread's block is known to [`BLOCK`]: claims it (on the
+/// thread's first count) and notes it there.
+#[cold]
+#[inline(never)]
+fn bump_thread_first(i: usize) -> u64 {
+    THREAD
+        .try_with(|t| {
+            let b = t.stats.block();
+            BLOCK.set(Some(b));
+            b.0.bump(i)
+        })
+        .unwrap_or(0)
 }
 
 /// The process's counts: the thread blocks (and the threads that exited) and the
