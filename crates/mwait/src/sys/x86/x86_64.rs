@@ -293,7 +293,7 @@ fn extended_leaves() -> (Option<raw_cpuid::CpuIdResult>, Option<raw_cpuid::CpuId
 /// Asks for `word`'s cache line in the exclusive state ahead of a store to it
 /// (PREFETCHW), so that the light notify's store does not wait for the line's
 /// transfer after the CPU has started on the instructions that follow it (the
-/// figures are in `docs/default-policy.md`). On a line this CPU already owns it costs
+/// figures are in `docs/design-notes.md`). On a line this CPU already owns it costs
 /// next to nothing. A hint: it never faults and writes nothing.
 ///
 /// It may end a hardware wait armed on the line early. The request for ownership
