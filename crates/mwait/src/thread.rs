@@ -10,13 +10,13 @@
 //! endings count without it (`ladder/stats.rs`), so its `Parker::park` registers
 //! nothing, and its `block_on` once, as futures-lite's does.
 
-use crate::ladder::stats::ThreadBlock;
+use crate::ladder::stats::threads::ThreadBlock;
 use crate::parker::BlockOnSlot;
 use std::cell::RefCell;
 
 /// The state a thread keeps from one wait to the next.
 pub(crate) struct ThreadState {
-    /// The block the thread's waits are counted in (`ladder/stats.rs`).
+    /// The block the thread's waits are counted in (`ladder/stats/threads.rs`).
     pub(crate) stats: ThreadBlock,
     /// The parker and waker of the thread's `block_on` (`parker.rs`).
     pub(crate) block_on: BlockOnSlot,
