@@ -2,7 +2,7 @@
 
 use crate::backend::kind::Backend;
 use crate::detect::Capabilities;
-use crate::select::missing_reason;
+use crate::select::plan::missing_reason;
 use crate::sys::settings::{self, Applied};
 use std::fmt;
 

@@ -107,7 +107,8 @@ mod tests {
     use super::*;
     use crate::backend::Backend;
     use crate::detect::{Capabilities, Hwcaps, OsFacts, HWCAP2_WFXT, HWCAP_EVTSTRM};
-    use crate::select::{plan, EnvConfig};
+    use crate::select::plan::plan;
+    use crate::select::EnvConfig;
     use crate::sys;
 
     fn os() -> OsFacts {

@@ -2,6 +2,7 @@
 //! (`tests/cpuid/*.txt`, compiled in, so that Miri runs these with its isolation
 //! on), where only [`plan`] runs, and on capabilities built by hand.
 
+use super::plan::plan;
 use super::*;
 use crate::detect::OsFacts;
 
