@@ -158,23 +158,3 @@ fn park_endings_count_in_their_threads_sets_and_lose_no_count() {
     // Live threads' keys lie a stack apart: they spread over the sets.
     assert!(used.len() >= PARK_SHARDS / 2, "{shards:?}");
 }
-
-/// A thread whose wait ends in the park tier claims no block (and so never makes the
-/// thread state, whose first use registers a destructor), and its park reaches the
-/// process's sum.
-#[test]
-fn a_thread_that_only_parks_claims_no_block() {
-    let cell = std::sync::Arc::new(crate::WaitCell::new_parker(0));
-    let before = process_counts()[PARK];
-    let c = cell.clone();
-    let waiter = std::thread::spawn(move || {
-        c.wait_until(|v| v == 1);
-        THREAD.with(|t| !t.stats.is_claimed())
-    });
-    while cell.parked_waiters() == 0 {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    cell.swap(1);
-    assert!(waiter.join().unwrap(), "the park claimed a block");
-    assert!(process_counts()[PARK] > before);
-}
