@@ -4,7 +4,8 @@
 //! round compares the two on the same placement of the vCPUs.
 //!
 //! - [`block_on_pingpong`]: two threads, each in a `block_on`, hand a value back
-//!   and forth through two `async_channel::bounded(1)` channels;
+//!   and forth through two `async_channel::bounded(1)` channels (also in
+//!   [`spin_block_on`], which spins where the others park);
 //! - [`idle_block_on_cpu`]: the CPU time of a `block_on` that waits 200 ms for
 //!   another thread, on a thread that has run `block_on` before and on a new one;
 //! - [`executor`]: an `async_executor::Executor` run by two worker threads, each in
@@ -17,7 +18,8 @@ use crate::Signal;
 use mwait_support::{pin_to_cpu, thread_cpu_time, unpin};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -39,6 +41,35 @@ pub fn mwait_block_on(f: Task<'_>) {
 
 /// The two sides the clients' scenarios compare, in report order.
 pub const SIDES: [(&str, BlockOn); 2] = [("stock", stock_block_on), ("mwait", mwait_block_on)];
+
+/// A `block_on` whose thread never sleeps: after a poll that is pending it spins
+/// (PAUSE) on a flag its waker sets, then clears the flag and polls again. What a
+/// PAUSE loop is to a ping-pong on a value, this is to [`block_on_pingpong`]: the
+/// same channels and futures with the cheapest wait there is between two running
+/// threads, the baseline a parker is told against.
+pub fn spin_block_on(mut f: Task<'_>) {
+    // Wakes set the flag with a read-modify-write, so that the waiter's exchange,
+    // which reads the last of them, synchronises with every wake before it.
+    struct Flag(AtomicBool);
+    impl std::task::Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.swap(true, Ordering::Release);
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.swap(true, Ordering::Release);
+        }
+    }
+    let flag = Arc::new(Flag(AtomicBool::new(false)));
+    let waker = std::task::Waker::from(flag.clone());
+    let mut cx = std::task::Context::from_waker(&waker);
+    while f.as_mut().poll(&mut cx).is_pending() {
+        // A wake during the poll left the flag set: the loop ends at once.
+        while !flag.0.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+        flag.0.swap(false, Ordering::Acquire);
+    }
+}
 
 /// Round trips per sample of [`block_on_pingpong`]: one pair of clock readings per
 /// batch, as in the other ping-pongs (`ROUND_TRIP_BATCH`).
@@ -361,6 +392,28 @@ mod tests {
                 assert!(!s.is_empty(), "{name} {w:?}");
             }
         }
+    }
+
+    #[test]
+    fn the_spinning_block_on_ping_pongs_and_sees_every_wake() {
+        assert!(!block_on_pingpong(spin_block_on, Duration::from_millis(20)).is_empty());
+        // Wakes from another thread, some while the future is being polled: a lost
+        // one would leave the loop spinning on a clear flag for ever.
+        let (tx, rx) = async_channel::bounded::<u32>(1);
+        let sender = thread::spawn(move || {
+            for i in 0..20_000 {
+                tx.send_blocking(i).expect("the receiver runs");
+            }
+        });
+        let mut got = 0;
+        spin_block_on(Box::pin(async {
+            while let Ok(i) = rx.recv().await {
+                assert_eq!(i, got);
+                got += 1;
+            }
+        }));
+        sender.join().expect("the sender thread");
+        assert_eq!(got, 20_000);
     }
 
     #[test]
