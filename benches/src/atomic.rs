@@ -1,40 +1,20 @@
 //! Waits on bare atomics (`mwait::atomic`) against their peers: the cost of a wake
 //! of an unwaited word (alone in its bucket, and beside a parked waiter of another
-//! word of the bucket), ping-pong on two `AtomicU32`s interleaved with a WaitCell's,
-//! PAUSE's and atomic-wait's, the memory a parked waiter costs, and the wake-up of a
-//! `wait_any` over eight words against a wait on one.
+//! word of the bucket), ping-pong on two `AtomicU32`s interleaved with a WaitCell's
+//! and PAUSE's on the same words, and beside atomic-wait's, the memory a parked
+//! waiter costs, and the wake-up of a `wait_any` over eight words against a wait on
+//! one.
 
-use crate::impls::Make;
-use crate::scenarios::{per_call_ns, round_trips, PingPong, SLICE};
-use crate::Signal;
+use crate::scenarios::{per_call_ns, round_trips, PingPong, Rounds, SLICE};
 use mwait::atomic::{self, Member};
+use mwait_support::sample_batches_for;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// A word carried by `mwait::atomic`: `set` stores and wakes all, `wait_ge` waits on
-/// the word. Alone on a 128-byte pair of lines, as the other flags of the harness.
-#[derive(Default)]
-#[repr(align(128))]
-pub struct AtomicWord(AtomicU32);
-
-impl Signal for AtomicWord {
-    fn set(&self, v: u32) {
-        self.0.store(v, Ordering::Release);
-        atomic::wake_all(&self.0);
-    }
-    fn wait_ge(&self, v: u32) -> u32 {
-        atomic::wait_until(&self.0, |cur| cur >= v, None).value()
-    }
-}
-
-/// The report name of [`AtomicWord`].
+/// The report name of `mwait::atomic`'s ping-pong (a store and `wake_all`, a
+/// `wait_until`, on a word).
 pub const NAME: &str = "mwait-atomic";
-
-/// A constructor of [`AtomicWord`] signals.
-pub fn make() -> Make {
-    || Box::new(AtomicWord::default())
-}
 
 /// Samples of ns per store-and-wake, per case: `unwaited` (nobody parked in the
 /// word's bucket), `bucket-parked` (a thread parked on another word of the bucket
@@ -98,33 +78,46 @@ fn sharing_a_bucket(words: &[AtomicU32]) -> (&AtomicU32, &AtomicU32) {
 pub const PINGPONG_MECHANISMS: [&str; 4] = [NAME, "waitcell", "pause", "atomic-wait"];
 
 /// `rounds` rounds, each a [`SLICE`] of ping-pong of every mechanism of
-/// [`PINGPONG_MECHANISMS`] in turn on CPUs 0 and 1, each a fresh pair; per round,
-/// the p50 round trip (ns) of each, in that order. Comparisons are made within a
-/// round: the host moves the vCPUs between placements faster than a whole run.
+/// [`PINGPONG_MECHANISMS`] in turn on CPUs 0 and 1; per round, the p50 round trip
+/// (ns) of each, in that order. The first three run on one pair of threads and the
+/// words of one pair of fresh `WaitCell`s (`mwait::atomic` on the cells' words
+/// through [`WaitCell::as_atomic`](mwait::WaitCell::as_atomic), the cells' own
+/// waits, PAUSE loops: see [`PingPong::set_rounds`]), since a round trip depends on
+/// where its two lines live as well as on the mechanism; atomic-wait, which waits on
+/// words of its own, on a fresh pair. Comparisons are made within a round: the host
+/// moves the vCPUs between placements faster than a whole run.
 pub fn pingpong_rounds(rounds: usize) -> Vec<[f64; 4]> {
-    let makes: Vec<Make> = PINGPONG_MECHANISMS
-        .iter()
-        .map(|n| {
-            if *n == NAME {
-                make()
-            } else {
-                crate::impls::by_name(n).expect("a known mechanism")
-            }
-        })
-        .collect();
+    let known = |n: &str| crate::impls::by_name(n).expect("a known mechanism");
+    let (waitcell, atomic_wait) = (known("waitcell"), known("atomic-wait"));
+    // The columns the shared pair runs, in `PINGPONG_MECHANISMS` order.
+    let modes = [Rounds::Atomic, Rounds::Signal, Rounds::Pause];
     (0..rounds)
         .map(|r| {
             let mut row = [f64::NAN; 4];
-            for i in crate::round_order(makes.len(), r) {
-                let mut pp = PingPong::start_with(makes[i], Some((0, 1)), Duration::ZERO);
-                // A short warm-up: the first round trips of a fresh pair include
-                // thread start-up.
+            let warm = |pp: &mut PingPong| {
+                // The first round trips of a fresh pair include thread start-up.
                 for _ in 0..crate::scenarios::WARMUP_ROUND_TRIPS {
                     pp.round_trip();
                 }
-                let mut samples = round_trips(&mut pp, SLICE, 1_000_000);
+            };
+            let mut pp = PingPong::start_with(waitcell, Some((0, 1)), Duration::ZERO);
+            warm(&mut pp);
+            for i in crate::round_order(modes.len(), r) {
+                pp.set_rounds(modes[i]);
+                let mut samples =
+                    sample_batches_for(SLICE, 1_000_000, crate::ROUND_TRIP_BATCH, || {
+                        match modes[i] {
+                            Rounds::Atomic => pp.atomic_round_trip(),
+                            Rounds::Signal => pp.round_trip(),
+                            Rounds::Pause => pp.pause_round_trip(),
+                        }
+                    });
                 row[i] = crate::stats(&mut samples).p50;
             }
+            drop(pp);
+            let mut pp = PingPong::start_with(atomic_wait, Some((0, 1)), Duration::ZERO);
+            warm(&mut pp);
+            row[3] = crate::stats(&mut round_trips(&mut pp, SLICE, 1_000_000)).p50;
             row
         })
         .collect()

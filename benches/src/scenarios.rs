@@ -7,7 +7,7 @@ use mwait_support::{
     compute_throughput_process, current_cpu, duration_ns, pin_to_cpu, sample_batches_for,
     sample_for, thread_cpu_time, unpin,
 };
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -36,11 +36,30 @@ pub struct PingPong {
     ping: Arc<dyn Signal>,
     pong: Arc<dyn Signal>,
     stop: Arc<AtomicBool>,
-    /// Whether the rounds run on the signals' words with PAUSE loops (see
-    /// [`PingPong::set_pause`]).
-    pause: Arc<AtomicBool>,
+    /// How the rounds run (a [`Rounds`] as `u8`; see [`PingPong::set_rounds`]).
+    rounds: Arc<AtomicU8>,
     next: u32,
     partner: Option<thread::JoinHandle<()>>,
+}
+
+/// How a [`PingPong`]'s rounds run.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Rounds {
+    /// Through the signals' `set` and `wait_ge`.
+    Signal,
+    /// Plain stores and PAUSE loops on the signals' words.
+    Pause,
+    /// `mwait::atomic` on the signals' words: a store and `wake_all`, a
+    /// `wait_until`.
+    Atomic,
+}
+
+impl Rounds {
+    const ALL: [Rounds; 3] = [Rounds::Signal, Rounds::Pause, Rounds::Atomic];
+
+    fn from_u8(v: u8) -> Rounds {
+        Rounds::ALL[usize::from(v).min(Rounds::ALL.len() - 1)]
+    }
 }
 
 /// PAUSE until `word` holds at least `v`; returns the value seen.
@@ -52,6 +71,18 @@ fn pause_until_ge(word: &AtomicU32, v: u32) -> u32 {
         }
         std::hint::spin_loop();
     }
+}
+
+/// Waits through `mwait::atomic` until `word` holds at least `v`; returns the value
+/// seen.
+fn atomic_until_ge(word: &AtomicU32, v: u32) -> u32 {
+    mwait::atomic::wait_until(word, |cur| cur >= v, None).value()
+}
+
+/// Stores `v` into `word` and wakes its `mwait::atomic` waiters.
+fn store_and_wake(word: &AtomicU32, v: u32) {
+    word.store(v, Ordering::Release);
+    mwait::atomic::wake_all(word);
 }
 
 impl PingPong {
@@ -73,10 +104,10 @@ impl PingPong {
         let ping: Arc<dyn Signal> = Arc::from(make());
         let pong: Arc<dyn Signal> = Arc::from(make());
         let stop = Arc::new(AtomicBool::new(false));
-        let pause = Arc::new(AtomicBool::new(false));
+        let rounds = Arc::new(AtomicU8::new(Rounds::Signal as u8));
         let partner = {
-            let (ping, pong, stop, pause) =
-                (ping.clone(), pong.clone(), stop.clone(), pause.clone());
+            let (ping, pong, stop, rounds) =
+                (ping.clone(), pong.clone(), stop.clone(), rounds.clone());
             thread::spawn(move || {
                 thread::sleep(partner_delay);
                 if let Some((_, cpu)) = pins {
@@ -85,20 +116,24 @@ impl PingPong {
                 let mut i = 0u32;
                 loop {
                     i = i.wrapping_add(1);
-                    // The mode of this round, read before its wait (see `set_pause`).
-                    let words = match (pause.load(Ordering::Acquire), ping.word(), pong.word()) {
-                        (true, Some(ping), Some(pong)) => Some((ping, pong)),
+                    // The mode of this round, read before its wait (see `set_rounds`).
+                    let mode = Rounds::from_u8(rounds.load(Ordering::Acquire));
+                    let words = match (mode, ping.word(), pong.word()) {
+                        (Rounds::Signal, ..) => None,
+                        (mode, Some(ping), Some(pong)) => Some((mode, ping, pong)),
                         _ => None,
                     };
                     i = match words {
-                        Some((ping, _)) => pause_until_ge(ping, i),
+                        Some((Rounds::Atomic, ping, _)) => atomic_until_ge(ping, i),
+                        Some((_, ping, _)) => pause_until_ge(ping, i),
                         None => ping.wait_ge(i),
                     };
                     if stop.load(Ordering::Acquire) {
                         return;
                     }
                     match words {
-                        Some((_, pong)) => pong.store(i, Ordering::Release),
+                        Some((Rounds::Atomic, _, pong)) => store_and_wake(pong, i),
+                        Some((_, _, pong)) => pong.store(i, Ordering::Release),
                         None => pong.set(i),
                     }
                 }
@@ -111,7 +146,7 @@ impl PingPong {
             ping,
             pong,
             stop,
-            pause,
+            rounds,
             next: 0,
             partner: Some(partner),
         }
@@ -123,21 +158,38 @@ impl PingPong {
         self.ping.word().is_some() && self.pong.word().is_some()
     }
 
-    /// Turns the PAUSE rounds on or off ([`PingPong::pause_round_trip`] from now on,
-    /// or [`PingPong::round_trip`]), through one round trip that both modes of the
-    /// partner answer: the mechanism's `set`, which writes the word as a PAUSE
-    /// partner reads it and wakes a waiting one, and a PAUSE loop on the answer's
-    /// word, which either kind of answer writes. The partner reads the mode before
-    /// each wait, so from the round after this one it waits in the new mode.
-    /// Without words (see [`PingPong::has_words`]) it does nothing.
+    /// Turns the PAUSE rounds on (`Rounds::Pause`) or off (`Rounds::Signal`): see
+    /// [`PingPong::set_rounds`].
     pub fn set_pause(&mut self, on: bool) {
+        self.set_rounds(if on { Rounds::Pause } else { Rounds::Signal });
+    }
+
+    /// Makes the rounds run as `mode` says ([`PingPong::round_trip`],
+    /// [`PingPong::pause_round_trip`] or [`PingPong::atomic_round_trip`] from now
+    /// on), through one round trip that the partner answers in any mode: a ping
+    /// that writes the word and wakes a partner waiting in any mode (the signal's
+    /// `set`, then `mwait::atomic::wake_all` on the word), and a PAUSE loop on the
+    /// answer's word, which every kind of answer writes. The partner reads the mode before each wait, so from
+    /// the round after this one it waits in the new mode. Without words (see
+    /// [`PingPong::has_words`]) it does nothing.
+    pub fn set_rounds(&mut self, mode: Rounds) {
         let Some(answer) = self.pong.word() else {
             return;
         };
-        self.pause.store(on, Ordering::Release);
+        self.rounds.store(mode as u8, Ordering::Release);
         self.next = self.next.wrapping_add(1);
-        self.ping.set(self.next);
+        self.wake_any(self.next);
         pause_until_ge(answer, self.next);
+    }
+
+    /// Pings `v` through the signal's `set`, and wakes the partner also where it
+    /// waits on the word through `mwait::atomic`, which the signal's wake does not
+    /// reach.
+    fn wake_any(&self, v: u32) {
+        self.ping.set(v);
+        if let Some(word) = self.ping.word() {
+            mwait::atomic::wake_all(word);
+        }
     }
 
     /// One round trip of plain stores and PAUSE loops on the signals' words, after
@@ -148,6 +200,17 @@ impl PingPong {
             self.next = self.next.wrapping_add(1);
             ping.store(self.next, Ordering::Release);
             pause_until_ge(pong, self.next);
+        }
+    }
+
+    /// One round trip of stores and `mwait::atomic` waits and wakes on the signals'
+    /// words, after [`PingPong::set_rounds`]`(Rounds::Atomic)`.
+    #[inline]
+    pub fn atomic_round_trip(&mut self) {
+        if let (Some(ping), Some(pong)) = (self.ping.word(), self.pong.word()) {
+            self.next = self.next.wrapping_add(1);
+            store_and_wake(ping, self.next);
+            atomic_until_ge(pong, self.next);
         }
     }
 
@@ -163,7 +226,7 @@ impl PingPong {
 impl Drop for PingPong {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
-        self.ping.set(self.next.wrapping_add(1));
+        self.wake_any(self.next.wrapping_add(1));
         if let Some(p) = self.partner.take() {
             p.join().unwrap();
         }
@@ -736,7 +799,7 @@ mod tests {
     }
 
     #[test]
-    fn pause_rounds_run_on_the_words_and_switch_back() {
+    fn pause_and_atomic_rounds_run_on_the_words_and_switch_back() {
         let mut pp = PingPong::start_with(counted, Some((0, 1)), Duration::ZERO);
         assert!(pp.has_words());
         let sets = || {
@@ -770,5 +833,19 @@ mod tests {
             pp.pong.word().map(|w| w.load(Ordering::Acquire)),
             Some(1202)
         );
+        // The same on the words through `mwait::atomic`, and a drop that finds
+        // the partner waiting that way.
+        pp.set_rounds(Rounds::Atomic);
+        for _ in 0..1000 {
+            pp.atomic_round_trip();
+        }
+        let (ping, _) = sets();
+        assert_eq!(ping, 203);
+        assert_eq!(
+            pp.pong.word().map(|w| w.load(Ordering::Acquire)),
+            Some(2203)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+        drop(pp);
     }
 }
