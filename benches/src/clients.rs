@@ -53,7 +53,7 @@ pub fn spin_block_on(mut f: Task<'_>) {
     struct Flag(AtomicBool);
     impl std::task::Wake for Flag {
         fn wake(self: Arc<Self>) {
-            self.0.swap(true, Ordering::Release);
+            Self::wake_by_ref(&self);
         }
         fn wake_by_ref(self: &Arc<Self>) {
             self.0.swap(true, Ordering::Release);

@@ -169,9 +169,9 @@ impl PingPong {
     /// on), through one round trip that the partner answers in any mode: a ping
     /// that writes the word and wakes a partner waiting in any mode (the signal's
     /// `set`, then `mwait::atomic::wake_all` on the word), and a PAUSE loop on the
-    /// answer's word, which every kind of answer writes. The partner reads the mode before each wait, so from
-    /// the round after this one it waits in the new mode. Without words (see
-    /// [`PingPong::has_words`]) it does nothing.
+    /// answer's word, which every kind of answer writes. The partner reads the mode
+    /// before each wait, so from the round after this one it waits in the new mode.
+    /// Without words (see [`PingPong::has_words`]) it does nothing.
     pub fn set_rounds(&mut self, mode: Rounds) {
         let Some(answer) = self.pong.word() else {
             return;

@@ -29,7 +29,8 @@ pub(crate) fn tsc_hz_from_cpuid<R: raw_cpuid::CpuIdReader>(raw: &R) -> Option<u6
 /// exits to it (4–9 µs apiece on the 2-vCPU guests), and detection, the
 /// barrier's checks and the TSC code ask for some of the same leaves, as raw-cpuid
 /// does for itself (leaves 0 and 0x8000_0000), all in the first wait of a process,
-/// on the waiting thread's time (the figures: `docs/design-notes.md`).
+/// on the waiting thread's time (the figures: `docs/design-notes.md` and
+/// `docs/benchmarks.md`).
 #[derive(Clone)]
 pub(crate) struct Memo<'a, R> {
     inner: R,
