@@ -6,28 +6,32 @@ use super::{sys, Capabilities, OsFacts, Vendor};
 
 impl Capabilities {
     /// Decodes what the waits read ([`Capabilities::for_waits`]) from a CPUID
-    /// reader and OS facts, from leaves 0, 1, 7, 0x8000_0000 and 0x8000_0001; the
-    /// fields that only describe the CPU are left empty, and
-    /// [`Capabilities::with_details_from`] fills them. This is the pure part of
-    /// detection: tests feed both recorded CPUID dumps.
+    /// reader and OS facts, from leaves 0, 1, 7 and 0x8000_0001; the fields that
+    /// only describe the CPU are left empty, and [`Capabilities::with_details_from`]
+    /// fills them. This is the pure part of detection: tests feed both recorded
+    /// CPUID dumps.
+    ///
+    /// The leaves are decoded here rather than through raw-cpuid's `CpuId`, which
+    /// reads leaf 0x8000_0000 as it is built: under a hypervisor each CPUID is an
+    /// exit (4–10 µs apiece on the 2-vCPU guests), paid by a process's first wait,
+    /// and that leaf is not needed: every CPU that runs 64-bit code has leaf
+    /// 0x8000_0001, where it reports long mode (both vendors' manuals; Linux refuses
+    /// to boot without it).
     pub(crate) fn waits_from_cpuid<R: raw_cpuid::CpuIdReader>(
         reader: R,
         os: OsFacts,
     ) -> Capabilities {
-        let r = Reading::new(reader);
-        let feat = r.cpuid.get_feature_info();
+        let leaf0 = reader.cpuid1(0);
+        let max_leaf = leaf0.eax;
+        let leaf1 = (max_leaf >= 1).then(|| reader.cpuid1(1));
+        let ecx1 = leaf1.map_or(0, |l| l.ecx);
         Capabilities {
-            vendor: vendor(&r.cpuid),
-            family_model_stepping: feat.as_ref().map_or((0, 0, 0), family_model_stepping),
-            hypervisor: feat.as_ref().is_some_and(|f| f.has_hypervisor()),
-            monitor_mwait: feat.as_ref().is_some_and(|f| f.has_monitor_mwait()),
-            // Leaf 7 subleaf 0 ECX[5]; raw-cpuid's `get_extended_feature_info`
-            // would read subleaf 1 too, one more CPUID for nothing here.
-            waitpkg: r.max_leaf >= 7 && r.raw.cpuid2(7, 0).ecx & WAITPKG != 0,
-            monitorx: r.max_ext >= 0x8000_0001
-                && r.cpuid
-                    .get_extended_processor_and_feature_identifiers()
-                    .is_some_and(|f| f.has_monitorx_mwaitx()),
+            vendor: vendor(leaf0),
+            family_model_stepping: leaf1.map_or((0, 0, 0), |l| family_model_stepping(l.eax)),
+            hypervisor: ecx1 & HYPERVISOR != 0,
+            monitor_mwait: ecx1 & MONITOR != 0,
+            waitpkg: max_leaf >= 7 && reader.cpuid2(7, 0).ecx & WAITPKG != 0,
+            monitorx: reader.cpuid1(0x8000_0001).ecx & MONITORX != 0,
             ..Capabilities::without_cpuid(os)
         }
     }
@@ -75,7 +79,7 @@ impl Capabilities {
     }
 }
 
-use raw_cpuid::{CpuId, CpuIdReader, FeatureInfo, MonitorMwaitInfo};
+use raw_cpuid::{CpuId, CpuIdReader, MonitorMwaitInfo};
 
 /// A reader, raw-cpuid's decoder over it, and the highest basic and extended
 /// leaves it reports.
@@ -98,19 +102,26 @@ impl<R: CpuIdReader> Reading<R> {
     }
 }
 
+/// CPUID.1:ECX\[3\], MONITOR/MWAIT (ring 0 only on Linux).
+const MONITOR: u32 = 1 << 3;
+/// CPUID.1:ECX\[31\], set by hypervisors for their guests.
+const HYPERVISOR: u32 = 1 << 31;
 /// CPUID.(EAX=7, ECX=0):ECX\[5\], WAITPKG (UMONITOR, UMWAIT, TPAUSE).
 const WAITPKG: u32 = 1 << 5;
+/// CPUID.8000_0001:ECX\[29\], MONITORX/MWAITX (AMD).
+const MONITORX: u32 = 1 << 29;
 
-/// The vendor named by leaf 0.
-pub(super) fn vendor<R: CpuIdReader>(cpuid: &CpuId<R>) -> Vendor {
-    let vendor_str = cpuid
-        .get_vendor_info()
-        .map(|v| v.as_str().to_string())
-        .unwrap_or_default();
-    match vendor_str.as_str() {
-        "GenuineIntel" => Vendor::Intel,
-        "AuthenticAMD" | "HygonGenuine" => Vendor::Amd,
-        _ => Vendor::Other(vendor_str.clone()),
+/// The vendor named by leaf 0: the twelve bytes of EBX, EDX and ECX.
+fn vendor(leaf0: raw_cpuid::CpuIdResult) -> Vendor {
+    let mut b = [0u8; 12];
+    for (i, w) in [leaf0.ebx, leaf0.edx, leaf0.ecx].into_iter().enumerate() {
+        b[4 * i..4 * i + 4].copy_from_slice(&w.to_le_bytes());
+    }
+    match std::str::from_utf8(&b) {
+        Ok("GenuineIntel") => Vendor::Intel,
+        Ok("AuthenticAMD" | "HygonGenuine") => Vendor::Amd,
+        Ok(other) => Vendor::Other(other.to_string()),
+        Err(_) => Vendor::Other(String::from_utf8_lossy(&b).into_owned()),
     }
 }
 
@@ -127,26 +138,26 @@ pub(super) fn brand<R: CpuIdReader>(cpuid: &CpuId<R>, max_ext: u32) -> String {
     }
 }
 
-/// Display family, model and stepping from leaf 1 (Intel SDM vol. 2, CPUID
+/// Display family, model and stepping from leaf 1's EAX (Intel SDM vol. 2, CPUID
 /// leaf 1; AMD's rule is the same): the extended family adds to a base family of
 /// 0xf, the extended model prefixes the model for base families 6 and 0xf.
-/// Computed here in `u32`, so that any leaf 1 a reader returns gives a value:
-/// `FeatureInfo::family_id` adds in `u8`, which overflows for extended families
-/// from 0xf1 (no real CPU, but `Capabilities::waits_from_cpuid` takes any reader).
-pub(super) fn family_model_stepping(feat: &FeatureInfo) -> (u32, u32, u32) {
-    let base_family = u32::from(feat.base_family_id());
+/// Computed in `u32`, so that any leaf 1 a reader returns gives a value (extended
+/// families from 0xf1 overflow a `u8`: no real CPU has one, but
+/// `Capabilities::waits_from_cpuid` takes any reader).
+fn family_model_stepping(eax: u32) -> (u32, u32, u32) {
+    let field = |shift: u32, bits: u32| (eax >> shift) & ((1 << bits) - 1);
+    let base_family = field(8, 4);
     let family = if base_family == 0xf {
-        base_family + u32::from(feat.extended_family_id())
+        base_family + field(20, 8)
     } else {
         base_family
     };
-    let base_model = u32::from(feat.base_model_id());
     let model = if base_family == 0x6 || base_family == 0xf {
-        (u32::from(feat.extended_model_id()) << 4) | base_model
+        (field(16, 4) << 4) | field(4, 4)
     } else {
-        base_model
+        field(4, 4)
     };
-    (family, model, u32::from(feat.stepping_id()))
+    (family, model, field(0, 4))
 }
 
 /// The hypervisor's vendor signature from leaf 0x4000_0000, or `None` when it is

@@ -331,6 +331,29 @@ mod dumps {
         }
     }
 
+    /// What the waits detect costs four CPUID instructions, each an exit to the
+    /// hypervisor in a guest and all in a process's first wait: leaves 0, 1, 7 and
+    /// 0x8000_0001, each once, and not 0x8000_0000 (every 64-bit CPU has
+    /// 0x8000_0001).
+    #[test]
+    fn the_waits_execute_four_cpuid_leaves_each_once() {
+        use raw_cpuid::CpuIdReader;
+        for name in DUMPS {
+            let dump = load(name);
+            let inner = reader_of(&dump);
+            let asked = std::cell::RefCell::new(Vec::new());
+            let counting = |leaf: u32, sub: u32| {
+                asked.borrow_mut().push((leaf, sub));
+                inner.cpuid2(leaf, sub)
+            };
+            let waits = Capabilities::waits_from_cpuid(counting, os(false));
+            let mut asked = asked.into_inner();
+            asked.sort_unstable();
+            assert_eq!(asked, [(0, 0), (1, 0), (7, 0), (0x8000_0001, 0)], "{name}");
+            assert_eq!(waits, Capabilities::waits_from_cpuid(inner, os(false)));
+        }
+    }
+
     fn os(dev_mwait: bool) -> OsFacts {
         OsFacts {
             umwait_control: None,

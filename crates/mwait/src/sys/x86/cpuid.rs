@@ -26,10 +26,11 @@ pub(crate) fn tsc_hz_from_cpuid<R: raw_cpuid::CpuIdReader>(raw: &R) -> Option<u6
 
 /// A CPUID reader that asks `inner` once per leaf and subleaf and answers repeats
 /// from `seen`, which its clones share. Under a hypervisor every CPUID instruction
-/// exits to it (4–9 µs apiece on the 2-vCPU guests), and detection, the
-/// barrier's checks and the TSC code ask for some of the same leaves, as raw-cpuid
-/// does for itself (leaves 0 and 0x8000_0000), all in the first wait of a process,
-/// on the waiting thread's time (the figures: `docs/design-notes.md` and
+/// exits to it (4–10 µs apiece on the 2-vCPU guests), and detection, the
+/// barrier's checks, the details and the TSC code ask for some of the same leaves
+/// (raw-cpuid's decoder, which the details use, reads leaves 0 and 0x8000_0000 for
+/// itself), the first two in the first wait of a process, on the waiting thread's
+/// time (the figures: `docs/design-notes.md` and
 /// `docs/benchmarks.md`).
 #[derive(Clone)]
 pub(crate) struct Memo<'a, R> {

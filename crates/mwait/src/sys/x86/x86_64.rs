@@ -266,7 +266,7 @@ impl MonitorX {
 #[cfg(target_os = "linux")]
 pub(crate) fn prefetchw_supported() -> bool {
     const PRFCHW: u32 = 1 << 8;
-    extended_leaves().0.is_some_and(|l| l.ecx & PRFCHW != 0)
+    extended_leaf(0x8000_0001).ecx & PRFCHW != 0
 }
 
 /// Whether a TLB shootdown on this CPU interrupts every other CPU that runs a thread
@@ -276,18 +276,23 @@ pub(crate) fn prefetchw_supported() -> bool {
 #[cfg(target_os = "linux")]
 pub(crate) fn shootdown_interrupts() -> bool {
     const INVLPGB: u32 = 1 << 3;
-    extended_leaves().1.map_or(true, |l| l.ebx & INVLPGB == 0)
+    extended_leaf(0x8000_0008).ebx & INVLPGB == 0
 }
 
-/// CPUID leaves 0x8000_0001 and 0x8000_0008 where the CPU has them (through the
-/// process's CPUID memo, which detection has filled with the first two).
+/// CPUID leaf `leaf` of 0x8000_0001 and 0x8000_0008, through the process's CPUID
+/// memo (detection has filled it with the first).
+///
+/// Leaf 0x8000_0000 is not asked whether the CPU has them, one exit to the
+/// hypervisor fewer in a process's first park: every CPU that runs 64-bit code has
+/// 0x8000_0001 (it reports long mode), and every one its vendor's manual describes
+/// reports extended leaves through 0x8000_0008 (the address sizes). On a CPU that
+/// did not, 0x8000_0008 would read as zeros (AMD) or as another leaf (Intel), and a
+/// stray INVLPGB bit would only turn the light notify off: a CPU that has INVLPGB
+/// has the leaf.
 #[cfg(target_os = "linux")]
-fn extended_leaves() -> (Option<raw_cpuid::CpuIdResult>, Option<raw_cpuid::CpuIdResult>) {
+fn extended_leaf(leaf: u32) -> raw_cpuid::CpuIdResult {
     use raw_cpuid::CpuIdReader;
-    let raw = super::cpuid::native_reader();
-    let max_ext = raw.cpuid1(0x8000_0000).eax;
-    let leaf = |l: u32| (max_ext >= l).then(|| raw.cpuid1(l));
-    (leaf(0x8000_0001), leaf(0x8000_0008))
+    super::cpuid::native_reader().cpuid1(leaf)
 }
 
 /// Asks for `word`'s cache line in the exclusive state ahead of a store to it
