@@ -16,6 +16,7 @@
 //!   carrying its send time: the receiver's latency p50 and p99 and its CPU time
 //!   per message (`CLOCK_THREAD_CPUTIME_ID`).
 
+use crate::scenarios::Placement;
 use crate::stats;
 use mwait::WaitCell;
 use mwait_support::thread_cpu_time;
@@ -144,14 +145,36 @@ impl Rx {
 /// Messages per second through `ch` at saturation: `n` messages (their sum is
 /// checked, so a lost or repeated message fails the run).
 pub fn throughput(ch: Channel, n: u32) -> f64 {
+    throughput_placed(ch, n, None)
+}
+
+/// [`throughput`] with the sender (the calling thread, unpinned again afterwards)
+/// and the receiver pinned to `place`'s CPUs, or where the scheduler puts them
+/// (`None`, the bench's section).
+pub fn throughput_placed(ch: Channel, n: u32, place: Option<Placement>) -> f64 {
+    let (sender_cpu, receiver_cpu) = match place.map(Placement::cpus) {
+        Some((s, r)) => (Some(s), Some(r)),
+        None => (None, None),
+    };
     let (mut tx, mut rx) = ch.open();
+    if let Some(cpu) = sender_cpu {
+        mwait_support::pin_to_cpu(cpu);
+    }
     let start = Instant::now();
-    let receiver = thread::spawn(move || (0..n).map(|_| rx.recv()).sum::<u64>());
+    let receiver = thread::spawn(move || {
+        if let Some(cpu) = receiver_cpu {
+            mwait_support::pin_to_cpu(cpu);
+        }
+        (0..n).map(|_| rx.recv()).sum::<u64>()
+    });
     for i in 0..n {
         tx.send(u64::from(i));
     }
     let sum = receiver.join().expect("the receiver does not panic");
     let secs = start.elapsed().as_secs_f64();
+    if sender_cpu.is_some() {
+        mwait_support::unpin();
+    }
     let n64 = u64::from(n);
     assert_eq!(
         sum,

@@ -40,6 +40,13 @@
 //!   statistics (where its waits ended, hand-off spins), and the round-trip p50 or
 //!   the waiter's CPU per wake. Shows the cell moving from spinning to parking at
 //!   once and back.
+//! - `spsc-placement [ROUNDS]`: the bench's `spsc` throughput (the ring on two
+//!   WaitCells against `crossbeam_channel::bounded`, 2 M messages at saturation)
+//!   with the sender and receiver where the scheduler puts them, pinned to CPUs 0
+//!   and 1, and both pinned to CPU 0; per placement `ROUNDS` (10) rounds, the two
+//!   channels in an order that alternates: each one's median throughput and the
+//!   median of the rounds' ratios with its range. Shows how much of the section's
+//!   spread is where the two threads run.
 //! - `stalled-pingpong EVERY`: a ping-pong on CPUs 0 and 1 (the main thread stores
 //!   into one cell and waits on the other) whose partner stalls 3 ms before every
 //!   `EVERY`-th answer, as a preempted thread does: the round trip's p50 and p90 per
@@ -355,6 +362,42 @@ fn long_wait_beside(rounds: usize, name: &str) {
             median(&ratio),
             median(&mine),
             median(&theirs)
+        );
+    }
+}
+
+/// `spsc-placement`: see the module docs.
+fn spsc_placement(rounds: usize) {
+    use mwait_benches::spsc::{throughput_placed, Channel};
+    const MESSAGES: u32 = 2_000_000;
+    for (name, place) in [
+        ("free", None),
+        ("apart (CPUs 0 and 1)", Some(Placement::TwoCpus)),
+        ("same CPU (0)", Some(Placement::SameCpu)),
+    ] {
+        let (mut ring, mut crossbeam, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for r in 0..rounds {
+            let run = |ch| throughput_placed(ch, MESSAGES, place) / 1e6;
+            let (a, b) = if r % 2 == 0 {
+                let a = run(Channel::Ring);
+                (a, run(Channel::Crossbeam))
+            } else {
+                let b = run(Channel::Crossbeam);
+                (run(Channel::Ring), b)
+            };
+            ring.push(a);
+            crossbeam.push(b);
+            ratios.push(a / b);
+        }
+        let (lo, hi) = ratios
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        println!(
+            "{name}: ring {:.1} M msg/s, crossbeam-channel {:.1} M msg/s (medians of \
+             {rounds} rounds); ring/crossbeam {:.2}x (range {lo:.2}-{hi:.2}x)",
+            median(&ring),
+            median(&crossbeam),
+            median(&ratios)
         );
     }
 }
@@ -1009,6 +1052,8 @@ fn main() {
         ["long-wait-beside", n] => long_wait_beside(n.parse().expect("rounds"), "waitcell"),
         ["long-wait-beside", n, name] => long_wait_beside(n.parse().expect("rounds"), name),
         ["pattern-switch"] => pattern_switch(),
+        ["spsc-placement"] => spsc_placement(10),
+        ["spsc-placement", n] => spsc_placement(n.parse().expect("rounds")),
         ["stalled-pingpong", every] => stalled_pingpong(every.parse().expect("round trips")),
         ["atomic"] => atomic(),
         ["executor", workload, side, secs] => {
@@ -1062,7 +1107,8 @@ fn main() {
                  | interference-wake IMPL... | waiter-cpu GAP_US IMPL... \
                  | long-wait-beside [ROUNDS [IMPL]] \
                  | long-wait-trace pinned|unpinned ROUNDS WAKES GAP_US [IMPL BESIDE] \
-                 | pattern-switch | stalled-pingpong EVERY | atomic \
+                 | pattern-switch | spsc-placement [ROUNDS] | stalled-pingpong EVERY \
+                 | atomic \
                  | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS \
                  | fresh-idle [WAIT_MS [PAIRS]] | first-wake [PROCESSES [IMPL...]] \
                  | cold-long-wait [ROUNDS] | steady-park WAKES [parker] \
