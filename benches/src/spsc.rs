@@ -152,18 +152,15 @@ pub fn throughput(ch: Channel, n: u32) -> f64 {
 /// and the receiver pinned to `place`'s CPUs, or where the scheduler puts them
 /// (`None`, the bench's section).
 pub fn throughput_placed(ch: Channel, n: u32, place: Option<Placement>) -> f64 {
-    let (sender_cpu, receiver_cpu) = match place.map(Placement::cpus) {
-        Some((s, r)) => (Some(s), Some(r)),
-        None => (None, None),
-    };
+    let cpus = place.map(Placement::cpus);
     let (mut tx, mut rx) = ch.open();
-    if let Some(cpu) = sender_cpu {
-        mwait_support::pin_to_cpu(cpu);
+    if let Some((sender, _)) = cpus {
+        mwait_support::pin_to_cpu(sender);
     }
     let start = Instant::now();
     let receiver = thread::spawn(move || {
-        if let Some(cpu) = receiver_cpu {
-            mwait_support::pin_to_cpu(cpu);
+        if let Some((_, receiver)) = cpus {
+            mwait_support::pin_to_cpu(receiver);
         }
         (0..n).map(|_| rx.recv()).sum::<u64>()
     });
@@ -172,7 +169,7 @@ pub fn throughput_placed(ch: Channel, n: u32, place: Option<Placement>) -> f64 {
     }
     let sum = receiver.join().expect("the receiver does not panic");
     let secs = start.elapsed().as_secs_f64();
-    if sender_cpu.is_some() {
+    if cpus.is_some() {
         mwait_support::unpin();
     }
     let n64 = u64::from(n);

@@ -110,7 +110,7 @@
 
 use mwait_benches::impls::{self, Make};
 use mwait_benches::scenarios::{self, Placement};
-use mwait_benches::{median, stats};
+use mwait_benches::{median, min_max, stats};
 use mwait_support::duration_ns;
 use std::time::{Duration, Instant};
 
@@ -353,9 +353,7 @@ fn long_wait_beside(rounds: usize, name: &str) {
             mine.push(w);
             theirs.push(f);
         }
-        let (lo, hi) = ratio
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+        let (lo, hi) = min_max(&ratio);
         println!(
             "gap {gap_us} us: {name}/futex waiter CPU per wake {:.3}x (range {lo:.2}-{hi:.2}x, \
              {rounds} rounds): {name} {:.0} ns, futex {:.0} ns",
@@ -389,9 +387,7 @@ fn spsc_placement(rounds: usize) {
             crossbeam.push(b);
             ratios.push(a / b);
         }
-        let (lo, hi) = ratios
-            .iter()
-            .fold((f64::MAX, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        let (lo, hi) = min_max(&ratios);
         println!(
             "{name}: ring {:.1} M msg/s, crossbeam-channel {:.1} M msg/s (medians of \
              {rounds} rounds); ring/crossbeam {:.2}x (range {lo:.2}-{hi:.2}x)",
