@@ -310,6 +310,7 @@ use crate::primitive::{
 };
 use crate::registry::ASYNC_REGISTERED;
 use crate::sys::park::{self, Parked};
+use crate::sys::stamp::{self, Point};
 use sleepers::Sleepers;
 use state::{
     announced, fenced_after_idle_notify, replaces_foreign_count, withdrawn, EPOCH_MASK,
@@ -564,6 +565,7 @@ impl MonitorLine {
         // function ends, a panic of the barrier, the predicate or the sleep included
         // (a count left behind would send every later notify to the slow path and
         // keep `FENCED` set for ever).
+        stamp::mark(Point::Park);
         let tag = epoch_tag(s);
         let old = self.announce(tag); // (3)
         let _counted = Announced {
@@ -593,6 +595,7 @@ impl MonitorLine {
             // drop. Announce again under this process's own.
             return Err(Parked::Changed);
         }
+        stamp::mark(Point::Rechecked);
         let slept = park::wait(&s.queue, &self.value, v, deadline_ns, s.shared);
         if slept == Parked::Woken {
             // Before anything else (the predicate may panic): a wake tree may count

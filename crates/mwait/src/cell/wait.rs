@@ -7,6 +7,7 @@ use crate::ladder::outcome::{Ended, Outcome, WaitResult};
 use crate::ladder::{self, Waiter};
 use crate::policy::WaitPolicy;
 use crate::sys::clock;
+use crate::sys::stamp::{self, Point};
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -67,6 +68,7 @@ impl WaitCell {
     /// ```
     #[inline]
     pub fn wait_until_with(&self, mut pred: impl FnMut(u32) -> bool, policy: &WaitPolicy) -> u32 {
+        stamp::mark(Point::Entry);
         let v = self.load();
         if pred(v) {
             return ladder::end(&self.waiters.stats, Outcome::before_ladder(v, Ended::Entry)).value;
@@ -78,7 +80,9 @@ impl WaitCell {
             )
             .value;
         }
-        ladder::run(self.waiter(), &mut pred, None, policy).value
+        let v = ladder::run(self.waiter(), &mut pred, None, policy).value;
+        stamp::mark(Point::Ended);
+        v
     }
 
     /// The first loads of the spin tier inline, in the caller's frame

@@ -38,6 +38,7 @@ use crate::policy::{Resolved, WaitPolicy};
 use crate::protocol::sleepers::Sleepers;
 use crate::protocol::MonitorLine;
 use crate::sys::clock::now_ns;
+use crate::sys::stamp::{self, Point};
 use adapt::{Adaptive, Caught, Woke};
 use outcome::{Ended, Outcome};
 use stats::CellStats;
@@ -373,6 +374,7 @@ pub(crate) fn run(
     deadline: Option<u64>,
     policy: &WaitPolicy,
 ) -> Outcome {
+    stamp::mark(Point::Ladder);
     // The ladder in this function's own body, not through a call of `run_word`: a
     // wait that parks at once comes back through one frame less (and one call
     // through the GOT less), on code that its sleep took from the caches.
@@ -432,6 +434,7 @@ fn climb_word<'a, W: Word<'a>>(
     hw: Option<&impl HardwareWait>,
 ) -> Outcome<ValueOf<'a, W>> {
     let start = Start::decide(learning, &pol);
+    stamp::mark(Point::Decided);
     if start.parks_at_once(&pol, hw.is_some()) {
         return park::at_once(word, learning, pred, deadline, pol.adaptive, start);
     }

@@ -19,6 +19,7 @@ use crate::backend::Watched;
 use crate::primitive::yield_now;
 use crate::sys::clock::now_ns;
 use crate::sys::park::Parked;
+use crate::sys::stamp::{self, Point};
 
 /// The wait of `start` on `word`, which neither spins nor waits in hardware: the
 /// park loop, then the learning of the climb's end for a wait that did not spin
@@ -100,7 +101,9 @@ fn park_until<'a, W: Word<'a>>(
         // cost an idle park more than the rest of mwait's path (`docs/clients.md`).
         // The parks that spin on evidence measure the wake-up latency.
         let parked_ns = (measure && estimate::wake_sample_due()).then(now_ns);
-        match word.park(&mut *pred, deadline) {
+        let parked = word.park(&mut *pred, deadline);
+        stamp::mark(Point::Withdrawn);
+        match parked {
             Ok(v) => return (v, Ended::Park),
             Err(Parked::Woken) => {
                 *slept = true;

@@ -55,6 +55,7 @@ pub(crate) use watchable::Watchable;
 pub(crate) mod clock;
 pub(crate) mod host;
 pub(crate) mod settings;
+pub(crate) mod stamp;
 // The loom model counts nothing; only Linux calls `membarrier`, and only Linux on
 // x86-64 `/dev/mwait`: the other counters go unread but by `mwait::test_counters`.
 #[cfg_attr(

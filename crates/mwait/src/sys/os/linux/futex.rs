@@ -5,6 +5,7 @@ use super::barrier::{SLICED, SLICE_NS};
 use crate::primitive::AtomicU32;
 use crate::sys::contract::Parked;
 use crate::sys::counters::{self, Counter};
+use crate::sys::stamp::{self, Point};
 use crate::sys::os::plain::Queue;
 use std::sync::atomic::Ordering;
 
@@ -52,6 +53,7 @@ pub(crate) fn wait(
     let ts_ptr = ts
         .as_ref()
         .map_or(core::ptr::null(), |t| t as *const libc::timespec);
+    stamp::mark(Point::Syscall);
     let r = match inject::futex_wait_errno() {
         Some(e) => Err(e),
         // SAFETY: `word` is a valid, aligned u32 for the duration of the call; the
@@ -72,6 +74,7 @@ pub(crate) fn wait(
             _ => Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)),
         },
     };
+    stamp::mark(Point::Returned);
     match r {
         Ok(()) | Err(libc::EINTR) => {
             // Woken, or a signal.

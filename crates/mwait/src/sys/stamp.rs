@@ -1,0 +1,127 @@
+//! Time stamps at fixed points of a parked wait, for `mwait-experiments
+//! park-segments`, which splits the user-space part of a long wait into segments.
+//! Compiled in only with the `stamps` feature: each point then stores a reading of
+//! the cycle counter (the TSC on x86-64, else the monotonic clock) into a
+//! thread-local slot. Without the feature [`mark`] is empty and inlined away.
+//!
+//! The points in the order a wait that parks at once passes them; the segment
+//! between two points is what the path between them costs.
+
+/// A point of a parked wait. `Syscall` and `Returned` are passed on Linux only
+/// (around the futex call, which the loom model does not make); elsewhere a wait
+/// passes the others.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(any(mwait_loom, not(target_os = "linux")), allow(dead_code))]
+pub(crate) enum Point {
+    /// `WaitCell::wait_until_with` begins.
+    Entry = 0,
+    /// The ladder's entry, after the first look and the inline spin.
+    Ladder,
+    /// The policy resolved and the start decided (`ladder::Start`).
+    Decided,
+    /// The protocol's park begins (`MonitorLine::park`).
+    Park,
+    /// Announced, fenced and re-checked: the futex wrapper is called next.
+    Rechecked,
+    /// Right before the `futex` system call.
+    Syscall,
+    /// Right after it returned.
+    Returned,
+    /// The park's end: relayed a wake tree's turn, withdrawn the announcement.
+    Withdrawn,
+    /// The ladder returned to `wait_until_with`.
+    Ended,
+}
+
+/// Stamps `p` on the calling thread (with the `stamps` feature).
+#[inline(always)]
+pub(crate) fn mark(p: Point) {
+    #[cfg(feature = "stamps")]
+    imp::SLOTS.with(|s| s[p as usize].set(now()));
+    #[cfg(not(feature = "stamps"))]
+    let _ = p;
+}
+
+#[cfg(feature = "stamps")]
+pub(crate) use imp::{now, read, ticks_to_ns, NAMES, POINTS};
+
+#[cfg(feature = "stamps")]
+mod imp {
+    use super::Point;
+    use std::cell::Cell;
+
+    /// How many points there are.
+    pub(crate) const POINTS: usize = Point::Ended as usize + 1;
+
+    /// The points' names, in `Point` order.
+    pub(crate) const NAMES: [&str; POINTS] = [
+        "entry",
+        "ladder",
+        "decided",
+        "park",
+        "rechecked",
+        "syscall",
+        "returned",
+        "withdrawn",
+        "ended",
+    ];
+
+    std::thread_local! {
+        /// The calling thread's last reading at each point (0: never passed).
+        pub(super) static SLOTS: [Cell<u64>; POINTS] = const { [const { Cell::new(0) }; POINTS] };
+    }
+
+    /// A reading of the counter the points stamp.
+    #[inline(always)]
+    pub(crate) fn now() -> u64 {
+        #[cfg(all(target_arch = "x86_64", not(mwait_loom)))]
+        return crate::sys::x86::tsc::rdtsc();
+        #[cfg(not(all(target_arch = "x86_64", not(mwait_loom))))]
+        return crate::sys::clock::now_ns();
+    }
+
+    /// The calling thread's last reading at every point, in `Point` order.
+    pub(crate) fn read() -> [u64; POINTS] {
+        SLOTS.with(|s| std::array::from_fn(|i| s[i].get()))
+    }
+
+    /// A difference of two readings in nanoseconds.
+    pub(crate) fn ticks_to_ns(ticks: u64) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        return ticks as f64 * 1e9 / crate::sys::x86::tsc::rate().hz as f64;
+        #[cfg(not(all(target_arch = "x86_64", not(mwait_loom))))]
+        return ticks as f64;
+    }
+}
+
+#[cfg(all(test, feature = "stamps", not(mwait_loom)))]
+mod tests {
+    use super::*;
+    use crate::WaitCell;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A wait that parks passes every point once, in order, after its call.
+    #[test]
+    fn a_parked_wait_passes_every_point_in_order() {
+        let cell = Arc::new(WaitCell::new_parker(0));
+        let c = cell.clone();
+        let waiter = std::thread::spawn(move || {
+            let call = now();
+            c.wait_until(|v| v == 1);
+            let back = now();
+            let mut all = vec![call];
+            all.extend_from_slice(&read());
+            all.push(back);
+            all
+        });
+        while cell.parked_waiters() == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        cell.store(1);
+        let all = waiter.join().unwrap();
+        assert!(all.windows(2).all(|w| w[0] <= w[1]), "{all:?}");
+        assert!(ticks_to_ns(all[POINTS + 1] - all[0]) > 0.0);
+    }
+}
