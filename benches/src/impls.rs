@@ -75,6 +75,15 @@ impl Signal for Futex {
         }
     }
     fn wait_ge(&self, v: u32) -> u32 {
+        self.wait_ge_around(v, |_| {})
+    }
+}
+
+impl Futex {
+    /// [`Signal::wait_ge`], calling `around(true)` right before each `FUTEX_WAIT`
+    /// and `around(false)` right after it returns (`park-segments` stamps there).
+    #[inline(always)]
+    pub fn wait_ge_around(&self, v: u32, mut around: impl FnMut(bool)) -> u32 {
         loop {
             let cur = self.value.load(Ordering::Acquire);
             if cur >= v {
@@ -82,7 +91,9 @@ impl Signal for Futex {
             }
             self.waiters.fetch_add(1, Ordering::SeqCst);
             if self.value.load(Ordering::SeqCst) == cur {
+                around(true);
                 self.futex(libc::FUTEX_WAIT, cur);
+                around(false);
             }
             self.waiters.fetch_sub(1, Ordering::Relaxed);
         }

@@ -11,6 +11,8 @@ pub mod clients;
 pub mod cold;
 pub mod energy;
 pub mod impls;
+#[cfg(all(feature = "stamps", target_os = "linux"))]
+pub mod park_segments;
 pub mod scale;
 pub mod scenarios;
 pub mod spsc;

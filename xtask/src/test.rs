@@ -87,7 +87,7 @@ fn style_and_bindings() -> Res {
     Ok(())
 }
 
-/// The test suites: the workspace's tests and doctests, the test-counters build,
+/// The test suites: the workspace's tests and doctests, the test-counters and stamps builds,
 /// the loom models and Miri.
 fn tests() -> Res {
     step("tests and doctests");
@@ -95,6 +95,28 @@ fn tests() -> Res {
 
     step("tests with the futex-wake counter (no syscall on an uncontended notify)");
     util::run(cargo().args(["test", "-p", "mwait", "--features", "test-counters"]))?;
+
+    step("the stamps build: clippy of the experiments on it, and its test");
+    util::run(cargo().args([
+        "clippy",
+        "-p",
+        "mwait-benches",
+        "--all-targets",
+        "--features",
+        "stamps",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    util::run(cargo().args([
+        "test",
+        "-p",
+        "mwait",
+        "--features",
+        "stamps",
+        "--lib",
+        "sys::stamp",
+    ]))?;
 
     step("a user crate built with --cfg loom keeps a static WaitCell");
     loom_user()?;

@@ -92,6 +92,11 @@
 //!   `valgrind --tool=callgrind --toggle-collect='mwait::ladder::run'`, the
 //!   difference of two runs' counts over the difference of their `WAKES` is the
 //!   ladder's user-space instructions per parked wait.
+//! - `park-segments GAP_US [ROUNDS]` (Linux, built with `--features stamps`): a
+//!   default WaitCell's waiter and a hand-written futex waiter fed every `GAP_US` µs
+//!   at once, `ROUNDS` (10) rounds of 200 wakes: each waiter's user-space time
+//!   before the sleep and after the wake, and the cell's split at the points of
+//!   mwait's `stamps` feature (`mwait_benches::park_segments`).
 //! - `fresh-park WAIT_MS [ROUNDS [block_on]]`: a park of `WAIT_MS` on a new
 //!   `mwait::Parker` and on a new `parking::Parker`, each on a new thread, in turns
 //!   for `ROUNDS` (31) rounds, after one park of each on other threads (500 ms, so
@@ -348,6 +353,11 @@ fn long_wait_beside(rounds: usize, name: &str) {
             let per_wake = |p: &scenarios::SlowProducer| {
                 p.waiter_cpu * duration_ns(round) as f64 / p.wake_ns.len().max(1) as f64
             };
+            let share = |p: &scenarios::SlowProducer| {
+                p.on_producer_cpu.iter().filter(|b| **b).count() as f64
+                    / p.on_producer_cpu.len().max(1) as f64
+            };
+            eprintln!("TMP gap {gap_us} round {r}: share on producer cpu {name} {:.2} futex {:.2}; per wake {:.0} {:.0}", share(&w), share(&f), per_wake(&w), per_wake(&f));
             let (w, f) = (per_wake(&w), per_wake(&f));
             ratio.push(w / f);
             mine.push(w);
@@ -1018,6 +1028,23 @@ fn long_wait_trace(pinned: bool, rounds: usize, wakes: u32, gap_us: u64, names: 
     }
 }
 
+/// `park-segments`: see the module docs.
+fn park_segments(gap_us: &str, rounds: &str) {
+    let gap = Duration::from_micros(gap_us.parse().expect("gap in µs"));
+    let rounds: usize = rounds.parse().expect("rounds");
+    #[cfg(all(feature = "stamps", target_os = "linux"))]
+    mwait_benches::park_segments::run(gap, rounds);
+    #[cfg(not(all(feature = "stamps", target_os = "linux")))]
+    {
+        let _ = (gap, rounds);
+        eprintln!(
+            "park-segments needs Linux and mwait's stamps: cargo run --release -p \
+             mwait-benches --features stamps --bin mwait-experiments -- park-segments ..."
+        );
+        std::process::exit(2);
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     // The compute workers of `pinned-wake` and `interference-wake` run in a process
@@ -1091,6 +1118,8 @@ fn main() {
             rounds.parse().expect("rounds"),
             true,
         ),
+        ["park-segments", gap] => park_segments(gap, "10"),
+        ["park-segments", gap, rounds] => park_segments(gap, rounds),
         ["fresh-idle"] => fresh_idle(Duration::from_millis(200), 41),
         ["fresh-idle", ms] => fresh_idle(Duration::from_millis(ms.parse().expect("ms")), 41),
         ["fresh-idle", ms, pairs] => fresh_idle(
@@ -1108,7 +1137,7 @@ fn main() {
                  | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS \
                  | fresh-idle [WAIT_MS [PAIRS]] | first-wake [PROCESSES [IMPL...]] \
                  | cold-long-wait [ROUNDS] | steady-park WAKES [parker] \
-                 | fresh-park WAIT_MS [ROUNDS [block_on]]"
+                 | fresh-park WAIT_MS [ROUNDS [block_on]] | park-segments GAP_US [ROUNDS]"
             );
             std::process::exit(2);
         }
