@@ -36,19 +36,7 @@ pub(crate) fn wait(
     deadline_ns: Option<u64>,
     shared: bool,
 ) -> Parked {
-    // Without any process-wide barrier, sleep in slices (see `SLICED`): a slice that
-    // ends before the caller's deadline is reported as a wake-up, and the caller
-    // re-checks.
-    let (deadline_ns, sliced) = match SLICED.load(Ordering::Relaxed) {
-        false => (deadline_ns, false),
-        true => {
-            let slice_end = crate::sys::clock::now_ns().saturating_add(SLICE_NS);
-            match deadline_ns {
-                Some(d) if d <= slice_end => (Some(d), false),
-                _ => (Some(slice_end), true),
-            }
-        }
-    };
+    let (deadline_ns, sliced) = slice(deadline_ns);
     let ts = deadline_ns.map(timespec_of);
     let ts_ptr = ts
         .as_ref()
@@ -89,6 +77,24 @@ pub(crate) fn wait(
         Err(libc::ETIMEDOUT) if sliced => Parked::Woken,
         Err(libc::ETIMEDOUT) => Parked::TimedOut,
         Err(_) => sleep_after_failure(deadline_ns),
+    }
+}
+
+/// The deadline of one sleep, and whether it is a slice's end: without any
+/// process-wide barrier, a wait sleeps in slices (see `SLICED`), and a slice that
+/// ends before the caller's deadline is reported as a wake-up, so the caller
+/// re-checks.
+#[inline(always)]
+fn slice(deadline_ns: Option<u64>) -> (Option<u64>, bool) {
+    match SLICED.load(Ordering::Relaxed) {
+        false => (deadline_ns, false),
+        true => {
+            let slice_end = crate::sys::clock::now_ns().saturating_add(SLICE_NS);
+            match deadline_ns {
+                Some(d) if d <= slice_end => (Some(d), false),
+                _ => (Some(slice_end), true),
+            }
+        }
     }
 }
 
