@@ -52,36 +52,8 @@ pub mod platform {
     pub use crate::settings::{NotifyMode, SettingsError};
 }
 
-/// The stamps of the `stamps` feature: readings of the cycle counter at fixed points
-/// of the calling thread's last parked wait, for `mwait-experiments park-segments`.
-#[cfg(feature = "stamps")]
 #[doc(hidden)]
-pub mod stamps {
-    use crate::sys::stamp;
-
-    /// How many points a parked wait stamps.
-    pub const POINTS: usize = stamp::POINTS;
-
-    /// The points' names, in the order a wait that parks at once passes them.
-    pub const NAMES: [&str; POINTS] = stamp::NAMES;
-
-    /// A reading of the counter the points stamp (the TSC on x86-64, else the
-    /// monotonic clock in ns), for the caller's own stamps around a wait.
-    pub fn now() -> u64 {
-        stamp::now()
-    }
-
-    /// The calling thread's last reading at each point, in [`NAMES`] order (0 for a
-    /// point it never passed).
-    pub fn read() -> [u64; POINTS] {
-        stamp::read()
-    }
-
-    /// A difference of two readings, in nanoseconds.
-    pub fn ticks_to_ns(ticks: u64) -> f64 {
-        stamp::ticks_to_ns(ticks)
-    }
-}
+pub use sys::stamp::public as stamps;
 
 /// Counters compiled in with the `test-counters` feature, for tests that prove what
 /// the fast paths do not do.

@@ -37,24 +37,29 @@ pub(crate) enum Point {
 #[inline(always)]
 pub(crate) fn mark(p: Point) {
     #[cfg(feature = "stamps")]
-    imp::SLOTS.with(|s| s[p as usize].set(now()));
+    imp::SLOTS.with(|s| s[p as usize].set(imp::now()));
     #[cfg(not(feature = "stamps"))]
     let _ = p;
 }
 
-#[cfg(feature = "stamps")]
-pub(crate) use imp::{now, read, ticks_to_ns, NAMES, POINTS};
+/// `mwait::stamps` (hidden from the docs): readings of the cycle counter at the
+/// points of the calling thread's last parked wait, for `mwait-experiments
+/// park-segments`. Empty without the `stamps` feature.
+pub mod public {
+    #[cfg(feature = "stamps")]
+    pub use super::imp::{now, read, ticks_to_ns, NAMES, POINTS};
+}
 
 #[cfg(feature = "stamps")]
 mod imp {
     use super::Point;
     use std::cell::Cell;
 
-    /// How many points there are.
-    pub(crate) const POINTS: usize = Point::Ended as usize + 1;
+    /// How many points a parked wait stamps.
+    pub const POINTS: usize = Point::Ended as usize + 1;
 
-    /// The points' names, in `Point` order.
-    pub(crate) const NAMES: [&str; POINTS] = [
+    /// The points' names, in the order a wait that parks at once passes them.
+    pub const NAMES: [&str; POINTS] = [
         "entry",
         "ladder",
         "decided",
@@ -71,32 +76,35 @@ mod imp {
         pub(super) static SLOTS: [Cell<u64>; POINTS] = const { [const { Cell::new(0) }; POINTS] };
     }
 
-    /// A reading of the counter the points stamp.
+    /// A reading of the counter the points stamp (the TSC on x86-64, else the
+    /// monotonic clock in ns), for the caller's own stamps around a wait.
     #[inline(always)]
-    pub(crate) fn now() -> u64 {
+    pub fn now() -> u64 {
         #[cfg(all(target_arch = "x86_64", not(mwait_loom)))]
         return crate::sys::x86::tsc::rdtsc();
         #[cfg(not(all(target_arch = "x86_64", not(mwait_loom))))]
         return crate::sys::clock::now_ns();
     }
 
-    /// The calling thread's last reading at every point, in `Point` order.
-    pub(crate) fn read() -> [u64; POINTS] {
+    /// The calling thread's last reading at each point, in [`NAMES`] order (0 for a
+    /// point it never passed).
+    pub fn read() -> [u64; POINTS] {
         SLOTS.with(|s| std::array::from_fn(|i| s[i].get()))
     }
 
-    /// A difference of two readings in nanoseconds.
-    pub(crate) fn ticks_to_ns(ticks: u64) -> f64 {
-        #[cfg(target_arch = "x86_64")]
+    /// A difference of two readings, in nanoseconds.
+    pub fn ticks_to_ns(ticks: u64) -> f64 {
+        #[cfg(all(target_arch = "x86_64", not(mwait_loom)))]
         return ticks as f64 * 1e9 / crate::sys::x86::tsc::rate().hz as f64;
         #[cfg(not(all(target_arch = "x86_64", not(mwait_loom))))]
         return ticks as f64;
     }
 }
 
-#[cfg(all(test, feature = "stamps", not(mwait_loom)))]
+// `Syscall` and `Returned` are passed on Linux only.
+#[cfg(all(test, feature = "stamps", target_os = "linux", not(mwait_loom)))]
 mod tests {
-    use super::*;
+    use super::imp::{now, read, ticks_to_ns, POINTS};
     use crate::WaitCell;
     use std::sync::Arc;
     use std::time::Duration;
