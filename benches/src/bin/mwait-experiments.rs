@@ -27,13 +27,14 @@
 //!   `ROUNDS` rounds per gap (8 unless given; 400 ms or 200 gaps, the longer) that
 //!   swap which pair runs on the calling thread; per gap the median ratio of the two waiters' CPU per wake,
 //!   its range, and the medians of each one's CPU per wake.
-//! - `long-wait-trace pinned|unpinned ROUNDS WAKES GAP_US [IMPL BESIDE]`: where a
+//! - `long-wait-trace pinned|unpinned|alone ROUNDS WAKES GAP_US [IMPL BESIDE]`: where a
 //!   fresh waiter's CPU goes, wait by wait: two slow pairs at once (the default
 //!   WaitCell's and a hand-written futex's unless named), each a fresh cell and a
 //!   fresh waiter thread fed `WAKES` stores `GAP_US` µs apart, the pair started second
 //!   taking turns; per round the ratio of the two waiters' CPU, per mechanism the
 //!   median CPU of each of the first six waits and of the rest. `pinned` puts both
-//!   producers on CPU 0 and both waiters on CPU 1.
+//!   producers on CPU 0 and both waiters on CPU 1; `alone` runs the two pairs one
+//!   after the other, unpinned (what a wait costs without the other pair's noise).
 //! - `pattern-switch`: one default WaitCell that sees both patterns in turn: a
 //!   ping-pong on CPUs 0 and 1 (the cell carries the answers), then a producer that
 //!   stores into it every millisecond, twice over; per phase the cell's wait
@@ -960,7 +961,18 @@ fn traced_pair(make: Make, gap: Duration, wakes: u32, pinned: bool) -> Vec<u64> 
 }
 
 /// `long-wait-trace`: see the module docs.
-fn long_wait_trace(pinned: bool, rounds: usize, wakes: u32, gap_us: u64, names: [&str; 2]) {
+/// Where `long-wait-trace` runs its two pairs.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Place {
+    /// At once, producers on CPU 0 and waiters on CPU 1.
+    Pinned,
+    /// At once, where the scheduler puts them.
+    Unpinned,
+    /// One after the other, where the scheduler puts them.
+    Alone,
+}
+
+fn long_wait_trace(place: Place, rounds: usize, wakes: u32, gap_us: u64, names: [&str; 2]) {
     const FIRST: usize = 6;
     assert!(
         wakes as usize > 2 * FIRST,
@@ -972,13 +984,19 @@ fn long_wait_trace(pinned: bool, rounds: usize, wakes: u32, gap_us: u64, names: 
     // Per round, each mechanism's CPU per wait, and whether the first one's pair
     // was the one started second.
     let mut runs: Vec<([Vec<u64>; 2], bool)> = Vec::new();
+    let pinned = place == Place::Pinned;
     for r in 0..rounds {
         let second = r % 2;
         let first = makes[1 - second];
-        let other = std::thread::spawn(move || traced_pair(first, gap, wakes, pinned));
-        std::thread::sleep(gap / 2);
-        let mine = traced_pair(makes[second], gap, wakes, pinned);
-        let theirs = other.join().expect("the other pair does not panic");
+        let (mine, theirs) = if place == Place::Alone {
+            let theirs = traced_pair(first, gap, wakes, false);
+            (traced_pair(makes[second], gap, wakes, false), theirs)
+        } else {
+            let other = std::thread::spawn(move || traced_pair(first, gap, wakes, pinned));
+            std::thread::sleep(gap / 2);
+            let mine = traced_pair(makes[second], gap, wakes, pinned);
+            (mine, other.join().expect("the other pair does not panic"))
+        };
         let pair = if second == 0 {
             [mine, theirs]
         } else {
@@ -1003,10 +1021,23 @@ fn long_wait_trace(pinned: bool, rounds: usize, wakes: u32, gap_us: u64, names: 
         "{} / {} waiter CPU, {rounds} rounds of {wakes} wakes {gap_us} us apart, {}:",
         names[0],
         names[1],
-        if pinned { "pinned" } else { "unpinned" }
+        match place {
+            Place::Pinned => "pinned",
+            Place::Unpinned => "unpinned",
+            Place::Alone => "one pair after the other",
+        }
     );
-    println!("  per round, {} started second: {}", names[0], show(true));
-    println!("  per round, {} started first:  {}", names[0], show(false));
+    let started = if place == Place::Alone {
+        "ran"
+    } else {
+        "started"
+    };
+    println!("  per round, {} {started} second: {}", names[0], show(true));
+    println!(
+        "  per round, {} {started} first:  {}",
+        names[0],
+        show(false)
+    );
     println!(
         "  median of the two-way rounds' geometric means: {:.3}x",
         median(&both_ways)
@@ -1092,13 +1123,14 @@ fn main() {
                 [a, b] => [*a, *b],
                 _ => ["waitcell", "futex"],
             };
-            let pinned = match place {
-                "pinned" => true,
-                "unpinned" => false,
-                other => panic!("long-wait-trace: {other} is neither pinned nor unpinned"),
+            let place = match place {
+                "pinned" => Place::Pinned,
+                "unpinned" => Place::Unpinned,
+                "alone" => Place::Alone,
+                other => panic!("long-wait-trace: {other} is not pinned, unpinned or alone"),
             };
             long_wait_trace(
-                pinned,
+                place,
                 rounds.parse().expect("rounds"),
                 wakes.parse().expect("wakes"),
                 gap.parse().expect("gap in µs"),
@@ -1131,7 +1163,7 @@ fn main() {
                 "usage: mwait-experiments first-recheck | windows [SECONDS] | pinned-wake \
                  | interference-wake IMPL... | waiter-cpu GAP_US IMPL... \
                  | long-wait-beside [ROUNDS [IMPL]] \
-                 | long-wait-trace pinned|unpinned ROUNDS WAKES GAP_US [IMPL BESIDE] \
+                 | long-wait-trace pinned|unpinned|alone ROUNDS WAKES GAP_US [IMPL BESIDE] \
                  | pattern-switch | spsc-placement [ROUNDS] | stalled-pingpong EVERY \
                  | atomic \
                  | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS \
