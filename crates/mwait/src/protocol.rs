@@ -187,6 +187,25 @@
 //! `membarrier` again; a cell that is mostly stored to with nobody parked loses it
 //! within that many stores and goes back to the light path.
 //!
+//! ## A new cell starts `FENCED`
+//!
+//! A cell that is not process-shared and not a parker's is made with `FENCED` set and
+//! an idle count of 0, as if a waiter had parked on it and left: its first park skips
+//! `membarrier`, and its first [`FENCED_IDLE_NOTIFIES`](crate::primitive::FENCED_IDLE_NOTIFIES)
+//! notifies that find nobody take the fenced slow path, the last of them clearing the
+//! bit as above. The argument above holds with the cell's creation in the place of
+//! S's write of the bit: creating the cell happens before any notifier or waiter can
+//! reach it, so every state from it up to W's (3) holds `FENCED` (no clearing came
+//! between), and a notifier's (2) finds either that or W's announcement. What this
+//! saves: a new cell's first park runs no barrier, which cost about as much of its
+//! waiter's CPU as the futex wait itself (`docs/design-notes.md`); what it costs: the
+//! first notifies of a cell that is stored to with nobody parked fence, about 25 ns
+//! each, once per cell.
+//!
+//! A waiter that skips the barrier on a `FENCED` cell still settles the process's
+//! one-time registration (`park::prepare`), as the first barrier would: the light
+//! notify depends on it, and a cell that starts `FENCED` may never run a barrier.
+//!
 //! ## A wake tree
 //!
 //! The kernel wakes the sleepers of one `futex_wake` one after the other, so with N
@@ -352,12 +371,13 @@ pub(crate) trait OnWake {
 impl MonitorLine {
     const_fn_unless_loom! {
         /// `fenced_stores`: the cell's waiters skip `membarrier` (a process-shared
-        /// cell, a parker's), so its light stores must take the slow path.
+        /// cell, a parker's), so its light stores must take the slow path. Any
+        /// other cell starts `FENCED` (see "A new cell starts `FENCED`").
         pub(crate) fn new(value: u32, fenced_stores: bool) -> MonitorLine {
             MonitorLine {
                 value: AtomicU32::new(value),
                 _rest_of_line: [0; 15],
-                state: AtomicU32::new(if fenced_stores { SHARED_SLOW } else { 0 }),
+                state: AtomicU32::new(if fenced_stores { SHARED_SLOW } else { FENCED }),
             }
         }
     }
@@ -366,6 +386,13 @@ impl MonitorLine {
     #[inline]
     pub(crate) fn parked(&self) -> u32 {
         self.state.load(Ordering::Relaxed) & PARKED_MASK
+    }
+
+    /// Whether the cell is `FENCED` right now (a snapshot), for the models that start
+    /// from either side of the bit.
+    #[cfg(all(test, mwait_loom))]
+    pub(crate) fn fenced(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & FENCED != 0
     }
 
     // ---- The notify half ----
@@ -691,6 +718,10 @@ impl MonitorLine {
         let run = old & FENCED == 0;
         if run {
             self.waiter_barrier(s);
+        } else {
+            // The registration the first barrier would have settled (a new cell
+            // starts `FENCED` and may never run one): a no-op once it is settled.
+            park::prepare();
         }
         run
     }
@@ -738,7 +769,15 @@ impl MonitorLine {
     ) -> bool {
         debug_assert!(!s.shared, "no waker is armed on a shared cell");
         let old = s.registry.arm(&self.state, key, waker); // (3)
-        !s.parker && old & FENCED == 0
+        if s.parker {
+            return false;
+        }
+        if old & FENCED != 0 {
+            // As in `barrier_unless_fenced`: the registration a barrier would settle.
+            park::prepare();
+            return false;
+        }
+        true
     }
 
     /// After the barrier that the caller of

@@ -409,9 +409,11 @@ impl std::task::Wake for Noop {
 }
 
 /// The lost wake-up of a future's arm racing two notifies, reproduced physically. Each
-/// round, on a fresh cell:
+/// round, on a fresh cell (a new one, `FENCED`, or one whose bit a run of idle stores
+/// cleared, sweep by sweep of the delays):
 /// - the waiter (CPU 1) polls `wait_until_async(|v| v == 2)` once, which arms it and
-///   runs its barrier, then makes a blocking wait for 2 that parks at once (no spin);
+///   runs its barrier unless the cell is `FENCED`, then makes a blocking wait for 2
+///   that parks at once (no spin);
 /// - the notifier (CPU 0) waits until the future is armed, then for a delay that
 ///   sweeps 0 to 6.3 µs over the rounds, stores 1 (which takes the future's waker),
 ///   writes 48 cold cache lines, and stores 2.
@@ -530,6 +532,14 @@ fn a_notify_inside_an_arms_barrier_is_never_lost() {
         let mut cx = Context::from_waker(&waker);
         for round in 1..=n + 1 {
             let cell = Arc::new(WaitCell::new(0));
+            if (round / STORE_DELAY_STEPS) % 2 == 1 {
+                // Every other sweep of the delays, on a cell whose `FENCED` bit (a
+                // new cell's) 32 stores with nobody waiting have cleared: the arm
+                // runs the barrier the race is about; on a new cell it skips it.
+                for _ in 0..32 {
+                    cell.store(0);
+                }
+            }
             *cell_of_round.lock().unwrap() = Some(cell.clone());
             published.store(round, Ordering::Release);
             if round == n + 1 {

@@ -22,6 +22,33 @@ fn the_state_word_starts_the_line_after_the_value() {
     assert_eq!(std::mem::offset_of!(MonitorLine, state), 64);
 }
 
+/// A new cell starts `FENCED` with nobody counted, so its first park skips the barrier
+/// and a run of idle notifies brings it to the light path; a shared cell and a
+/// parker's start with `SHARED_SLOW` alone, and keep it.
+#[test]
+fn a_new_cell_starts_fenced_until_a_run_of_idle_notifies() {
+    let (line, s) = cell();
+    assert_eq!(line.state.load(Ordering::Relaxed), FENCED);
+    assert_eq!(
+        line.announce(epoch_tag(&s)),
+        FENCED,
+        "the first park skips the barrier"
+    );
+    let (line, s) = cell();
+    for n in 1..=FENCED_IDLE_NOTIFIES {
+        line.store(&s, n, &Quiet);
+    }
+    assert_eq!(line.state.load(Ordering::Relaxed), 0);
+    for (shared, parker) in [(true, false), (false, true)] {
+        let line = MonitorLine::new(0, true);
+        let s = Sleepers::new(shared, parker);
+        for n in 1..=FENCED_IDLE_NOTIFIES {
+            line.store(&s, n, &Quiet);
+        }
+        assert_eq!(line.state.load(Ordering::Relaxed), SHARED_SLOW);
+    }
+}
+
 #[test]
 fn idle_notifies_clear_fenced_only_after_a_whole_run() {
     let (line, s) = cell();

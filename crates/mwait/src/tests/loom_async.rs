@@ -5,11 +5,9 @@
 //! --release --lib -- tests::loom_async` (`cargo xtask test` does). A lost wake-up shows as a
 //! deadlock of `block_on`, which loom reports.
 
-use super::model;
+use super::model_from_both_starts;
 
-use crate::WaitCell;
 use loom::future::block_on;
-use loom::sync::Arc;
 use loom::thread;
 use std::future::Future;
 use std::pin::Pin;
@@ -27,8 +25,8 @@ fn noop_waker() -> Waker {
 
 #[test]
 fn register_vs_store() {
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         let c = cell.clone();
         let t = thread::spawn(move || block_on(c.wait_until_async(|v| v == 1)));
         cell.store(1);
@@ -39,8 +37,8 @@ fn register_vs_store() {
 
 #[test]
 fn two_futures_notify_all() {
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         let ts: Vec<_> = (0..2)
             .map(|_| {
                 let c = cell.clone();
@@ -58,8 +56,8 @@ fn two_futures_notify_all() {
 
 #[test]
 fn notify_one_racing_a_dropped_future() {
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         // A future that is polled once (it may arm) and then dropped, racing the
         // notify: if notify_one chose it, its drop must pass the wake on. Its
         // predicate never holds, so it can never consume the wake itself (a future
@@ -94,8 +92,8 @@ fn notify_one_racing_a_dropped_future() {
 /// not sleep through the second store.
 #[test]
 fn a_notify_inside_an_arms_barrier() {
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         let c = cell.clone();
         let notifier = thread::spawn(move || {
             c.store(1);
@@ -121,8 +119,8 @@ fn a_notify_inside_an_arms_barrier() {
 /// parked thread but not the future: it must still reach the future.
 #[test]
 fn a_future_on_a_cell_fenced_by_a_parked_thread() {
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         let parked = {
             let c = cell.clone();
             thread::spawn(move || c.wait_until_with(|v| v == 1, &futex_only()))

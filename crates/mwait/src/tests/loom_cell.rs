@@ -11,7 +11,7 @@
 //! timed futex waits return at once as "timed out", and a hardware-wait episode is a
 //! yield that may end spuriously.
 
-use super::model;
+use super::{model, model_from_both_starts};
 
 use crate::{Backend, WaitCell, WaitPolicy, WaitResult};
 use loom::sync::Arc;
@@ -40,8 +40,8 @@ fn hardware_then_park() -> WaitPolicy {
 
 #[test]
 fn waiter_vs_notifier() {
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         let c = cell.clone();
         let waiter = thread::spawn(move || c.wait_until_with(|v| v == 1, &futex_only()));
         cell.store(1);
@@ -72,8 +72,8 @@ fn a_store_or_a_swap_on_a_parker_cell_wakes_its_waiter() {
 
 #[test]
 fn waiter_with_spin_vs_fetch_add() {
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         let c = cell.clone();
         let waiter = thread::spawn(move || c.wait_until_with(|v| v != 0, &spin_then_park()));
         cell.fetch_add(1);
@@ -83,8 +83,8 @@ fn waiter_with_spin_vs_fetch_add() {
 
 #[test]
 fn notify_after_as_atomic_store() {
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         let c = cell.clone();
         let waiter = thread::spawn(move || c.wait_until_with(|v| v == 7, &futex_only()));
         cell.as_atomic()
@@ -100,8 +100,8 @@ fn notify_after_as_atomic_store() {
 /// model) while either waiter announces itself.
 #[test]
 fn two_waiters_notify_all() {
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         let waiters: Vec<_> = [1u32, 2]
             .into_iter()
             .map(|want| {
@@ -122,8 +122,8 @@ fn two_waiters_notify_all() {
 
 #[test]
 fn timed_wait_racing_notify() {
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         let c = cell.clone();
         let waiter = thread::spawn(move || {
             let deadline = std::time::Instant::now() + Duration::from_secs(3600);
@@ -143,8 +143,8 @@ fn timed_wait_racing_notify() {
 
 #[test]
 fn hardware_waiter_and_parked_waiter_on_one_cell() {
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         let hw = {
             let c = cell.clone();
             thread::spawn(move || c.wait_until_with(|v| v == 1, &hardware_then_park()))
@@ -167,8 +167,8 @@ fn hardware_waiter_and_parked_waiter_on_one_cell() {
 /// the last store must reach it.
 #[test]
 fn notifier_clears_fenced_while_the_waiter_reparks() {
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         let c = cell.clone();
         let waiter = thread::spawn(move || c.wait_until_with(|v| v == 2, &futex_only()));
         cell.store(1);
@@ -182,8 +182,8 @@ fn notifier_clears_fenced_while_the_waiter_reparks() {
 /// on a cell whose `FENCED` bit a notifier may be clearing at that moment.
 #[test]
 fn notifier_clears_fenced_between_two_waits() {
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         let c = cell.clone();
         let waiter = thread::spawn(move || {
             c.wait_until_with(|v| v >= 1, &futex_only());
@@ -206,8 +206,8 @@ fn notifier_clears_fenced_between_two_waits() {
 #[test]
 fn notify_one_wakes_one_parked_waiter() {
     use loom::sync::atomic::Ordering::SeqCst;
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         let done = Arc::new(WaitCell::new(0));
         let waiters: Vec<_> = (0..2)
             .map(|_| {
@@ -252,8 +252,8 @@ fn notify_one_wakes_one_parked_waiter() {
 /// wake deadlocked here, though Linux never does.
 #[test]
 fn a_late_sleeper_does_not_take_an_earlier_sleeper_s_wake() {
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         let (a, b) = (cell.clone(), cell.clone());
         let first = thread::spawn(move || a.wait_until_with(|v| v >= 1, &futex_only()));
         let second = thread::spawn(move || b.wait_until_with(|v| v >= 2, &futex_only()));
@@ -271,8 +271,8 @@ fn a_late_sleeper_does_not_take_an_earlier_sleeper_s_wake() {
 /// fewer than it counted, and it wakes once more for the notify that skipped).
 #[test]
 fn a_notify_that_finds_a_wake_on_its_way_skips_it() {
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         let c = cell.clone();
         let waiter = thread::spawn(move || c.wait_until_with(|v| v == 2, &futex_only()));
         let c = cell.clone();
@@ -291,8 +291,8 @@ fn a_notify_that_finds_a_wake_on_its_way_skips_it() {
 /// first one's wake on its way and skip theirs.
 #[test]
 fn stores_after_a_wake_on_its_way_reach_a_waiter_that_parks_again() {
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         let c = cell.clone();
         let waiter = thread::spawn(move || c.wait_until_with(|v| v == 3, &futex_only()));
         for v in 1..=3 {
@@ -310,8 +310,8 @@ fn stores_after_a_wake_on_its_way_reach_a_waiter_that_parks_again() {
 #[test]
 fn a_wake_tree_leaves_nobody_asleep() {
     crate::sys::set_model_wake_trees(true);
-    model(|| {
-        let cell = Arc::new(WaitCell::new(0));
+    model_from_both_starts(|start| {
+        let cell = start.cell(0);
         let c = cell.clone();
         let untimed = thread::spawn(move || c.wait_until_with(|v| v == 1, &futex_only()));
         let c = cell.clone();

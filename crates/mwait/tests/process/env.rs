@@ -159,8 +159,18 @@ fn membarrier_denied_after_registration() {
     use mwait::{Backend, WaitCell, WaitPolicy, WaitResult};
     use std::time::{Duration, Instant};
     let park_at_once = WaitPolicy::new().backend(Backend::Futex);
-    let round = |value: u32| {
+    // A new cell starts `FENCED` and its first park runs no barrier; 32 stores with
+    // nobody waiting clear the bit (`protocol.rs`), so that the first park (or arm)
+    // of the cell runs one.
+    let needing_the_barrier = || {
         let cell = WaitCell::new(0);
+        for _ in 0..32 {
+            cell.store(0);
+        }
+        cell
+    };
+    let round = |value: u32| {
+        let cell = needing_the_barrier();
         std::thread::scope(|s| {
             let waiter = s.spawn(|| cell.wait_until_with(|v| v == value, &park_at_once));
             std::thread::sleep(Duration::from_millis(2));
@@ -177,7 +187,7 @@ fn membarrier_denied_after_registration() {
     }
     // Futures armed after the switch: their barrier is the TLB shootdown now.
     for value in 20..30 {
-        let cell = WaitCell::new(0);
+        let cell = needing_the_barrier();
         std::thread::scope(|s| {
             let storer = s.spawn(|| {
                 std::thread::sleep(Duration::from_millis(2));
@@ -191,7 +201,7 @@ fn membarrier_denied_after_registration() {
         });
     }
     // A park with nothing stored still ends at its deadline, not before.
-    let cell = WaitCell::new(0);
+    let cell = needing_the_barrier();
     let start = Instant::now();
     let deadline = start + Duration::from_millis(20);
     let r = cell.wait_until_deadline_with(|v| v == 1, deadline, &park_at_once);

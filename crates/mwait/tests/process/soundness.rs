@@ -318,11 +318,23 @@ fn repolls_do_not_run_membarrier_each_time() {
         return;
     }
     let cell = WaitCell::new(0);
+    // A new cell starts FENCED, and its arms run no barrier at all: 32 stores with
+    // nobody waiting (`protocol.rs`, "A cell that parks often") clear the bit, so
+    // that the first arm runs one.
+    for _ in 0..32 {
+        cell.store(0);
+    }
     let (_, waker) = counting_waker();
     let mut fut = cell.wait_until_async(|v| v == NEVER);
-    // The first poll arms (and registers for membarrier if nothing has yet).
+    // The first poll arms, runs the barrier and marks the cell FENCED (and registers
+    // for membarrier if nothing has yet).
+    let armed = membarrier_calls();
     assert!(poll_with(&mut fut, &waker).is_pending());
     let before = membarrier_calls();
+    assert!(
+        before > armed,
+        "the first arm on the cleared cell ran the barrier"
+    );
     for _ in 0..REPOLLS {
         assert!(poll_with(&mut fut, &waker).is_pending());
     }
@@ -478,6 +490,11 @@ fn fork_during_registration_leaves_the_child_able_to_park() {
     thread::spawn(|| {
         install_seccomp(libc::SYS_membarrier, None, libc::SECCOMP_RET_TRAP);
         let cell = WaitCell::with_policy(0, PARK_AT_ONCE);
+        // A new cell starts FENCED; 32 stores with nobody parked clear it, so that
+        // this park runs `membarrier`.
+        for _ in 0..32 {
+            cell.store(0);
+        }
         let _ = cell.wait_until_timeout(|v| v == 1, Duration::from_millis(1));
     });
     let start = Instant::now();

@@ -304,8 +304,6 @@ mod tests {
     //! The fallback once `membarrier` is lost: run with the crate's loom build,
     //! `cargo test -p mwait --release --lib -- sys::os::loom::tests`.
     use super::*;
-    use crate::WaitCell;
-    use loom::sync::Arc;
     use std::panic::{catch_unwind, AssertUnwindSafe};
 
     /// The shootdown barrier: interrupts, as `membarrier`'s.
@@ -313,14 +311,16 @@ mod tests {
 
     /// One model: a light notify in flight (its process still in the light mode
     /// when it read it) against a future that arms after the switch, under the
-    /// fallback barrier `fallback`. Whether every execution ended.
+    /// fallback barrier `fallback`, on a cell whose `FENCED` bit a run of idle
+    /// notifies has cleared (so that the future runs the barrier). Whether every
+    /// execution ended.
     fn future_against_light_store(fallback: u8) -> bool {
         FALLBACK.with(|f| f.set(fallback));
         let r = catch_unwind(AssertUnwindSafe(|| {
             let mut b = loom::model::Builder::new();
             b.preemption_bound = Some(2);
             b.check(|| {
-                let cell = Arc::new(WaitCell::new(0));
+                let cell = crate::tests::Start::Cleared.cell(0);
                 let c = cell.clone();
                 let notifier = loom::thread::spawn(move || c.store(1));
                 let v = loom::future::block_on(cell.wait_until_async(|v| v == 1));
