@@ -7,7 +7,7 @@
 //! a spin that succeeds moves it up by a quarter of the distance to the top, one that
 //! fails halves it, and the second in a row whose change came more than
 //! `FAR_FAILURE_BUDGETS` spin budgets later (learned where the wait ends) takes it
-//! below the threshold. Below `SCORE_SPIN_MIN` the cell skips its spin, except on a
+//! below the threshold, or the first on a cell that no spin has paid off on yet. Below `SCORE_SPIN_MIN` the cell skips its spin, except on a
 //! probe, which spins once more to notice a change of pattern. Probes
 //! start a whole gap after the failures that brought the score down, then come
 //! every `PROBE_MIN`-th wait; each failed one doubles the gap, up to
@@ -59,19 +59,33 @@ const PROBE_MAX: u32 = 1024;
 /// succeed; [`FAR_FAILURES_TO_STOP`] far ones in a row say the cell's changes come
 /// far apart (a producer every millisecond is two hundred 5 µs budgets away).
 pub(crate) const FAR_FAILURE_BUDGETS: u64 = 8;
-/// This many far failures in a row stop the spinning at once (the score drops below
-/// [`SCORE_SPIN_MIN`]), where four ordinary ones do: a new cell fed every millisecond
-/// pays two whole spin budgets for nothing instead of four. One alone is an
-/// ordinary failure: a gap before a burst of values, or a partner preempted once for
-/// a time slice, is followed by waits that a spin catches, and a cell whose score
-/// fell at the first far failure would park at the start of every burst (a
-/// ping-pong whose partner stalls 3 ms every 200 round trips parked 1.0 % of its
-/// waits so, 0.5 % with the row: `mwait-experiments stalled-pingpong 200`).
+/// This many far failures in a row stop the spinning of a cell that a spin has paid
+/// off on before (the score drops below [`SCORE_SPIN_MIN`]), where four ordinary
+/// ones do. One alone is an ordinary failure there: a gap before a burst of values,
+/// or a partner preempted once for a time slice, is followed by waits that a spin
+/// catches, and a cell whose score fell at the first far failure would park at the
+/// start of every burst (a ping-pong whose partner stalls 3 ms every 200 round trips
+/// parked 1.0 % of its waits so, 0.5 % with the row: `mwait-experiments
+/// stalled-pingpong 200`).
+///
+/// A cell that no spin has paid off on yet ([`PAID_OFF`] unset) stops at its first
+/// far failure: nothing says its changes ever come near, and a new cell fed every
+/// millisecond then pays one whole spin budget for nothing instead of two, which
+/// on the 2-vCPU guest is a third of what such a cell's first dozen waits cost
+/// beyond a futex waiter's. A pair whose first wait failed far only because its
+/// partner started late gets spinning back at its first wait that ends before it
+/// sleeps (see [`Adaptive::record_unspun_wait`] and the ladder's `finish`).
 pub(crate) const FAR_FAILURES_TO_STOP: u32 = 2;
 
-// The score and the row of far failures are 16-bit.
+/// The bit of [`Adaptive`]'s `far` word that says a spin of the cell has paid off
+/// once (a spin caught the change, or a wait that skipped it ended soon enough for
+/// one to have): from then on [`FAR_FAILURES_TO_STOP`] far failures in a row stop
+/// the spinning, before it one does. Set once, never cleared.
+const PAID_OFF: u16 = 0x8000;
+
+// The score and the row of far failures are 16-bit, the row below `PAID_OFF`.
 const _: () = assert!(SCORE_MAX <= u16::MAX as u32);
-const _: () = assert!(FAR_FAILURES_TO_STOP <= SCORE_MAX);
+const _: () = assert!(FAR_FAILURES_TO_STOP < PAID_OFF as u32);
 
 /// The per-cell learning state (on the waiter line: written by waiters only).
 #[derive(Debug)]
@@ -85,7 +99,8 @@ pub(crate) struct Adaptive {
     probe_every: AtomicU32,
     /// The CPU the last waiter to park went to sleep on.
     parked_cpu: AtomicU32,
-    /// Far failures in a row (`FAR_FAILURE_BUDGETS`), up to `FAR_FAILURES_TO_STOP`.
+    /// Far failures in a row (`FAR_FAILURE_BUDGETS`), up to `FAR_FAILURES_TO_STOP`,
+    /// and the [`PAID_OFF`] bit.
     far: AtomicU16,
 }
 
@@ -212,8 +227,8 @@ impl Adaptive {
         self.set_score(s, n);
         let gap = self.probe_every.load(Relaxed);
         if success {
-            if self.far.load(Relaxed) != 0 {
-                self.far.store(0, Relaxed);
+            if self.far.load(Relaxed) != PAID_OFF {
+                self.far.store(PAID_OFF, Relaxed);
             }
             if gap != PROBE_MIN {
                 self.probe_every.store(PROBE_MIN, Relaxed);
@@ -230,21 +245,27 @@ impl Adaptive {
     /// Records how a wait whose spin failed ended: `far` when the change came more
     /// than [`FAR_FAILURE_BUDGETS`] budgets after the spin gave up
     /// ([`failed_by_far`]). The [`FAR_FAILURES_TO_STOP`]th far one in a row takes the
-    /// score below the spin threshold (the failure itself already halved it); one
-    /// that came nearer ends the row.
+    /// score below the spin threshold (the failure itself already halved it), the
+    /// first where no spin has paid off yet; one that came nearer ends the row.
     #[inline]
     pub(crate) fn record_failed_wait(&self, far: bool) {
-        let row = u32::from(self.far.load(Relaxed));
+        let word = self.far.load(Relaxed);
+        let (paid_off, row) = (word & PAID_OFF, u32::from(word & !PAID_OFF));
         if !far {
             if row != 0 {
-                self.far.store(0, Relaxed);
+                self.far.store(paid_off, Relaxed);
             }
             return;
         }
-        let row = (row + 1).min(FAR_FAILURES_TO_STOP);
-        // At most FAR_FAILURES_TO_STOP, which fits.
-        self.far.store(row as u16, Relaxed);
-        if row == FAR_FAILURES_TO_STOP {
+        let stop = if paid_off != 0 {
+            FAR_FAILURES_TO_STOP
+        } else {
+            1
+        };
+        let row = (row + 1).min(stop);
+        // At most FAR_FAILURES_TO_STOP, below PAID_OFF.
+        self.far.store(row as u16 | paid_off, Relaxed);
+        if row == stop {
             let s = self.score();
             self.set_score(s, s.min(SCORE_SPIN_MIN / 2));
         }

@@ -126,10 +126,11 @@ fn a_parker_cell_without_evidence_parks_at_once() {
 }
 
 /// Where a wait whose spin failed ends, it learns how far the change came after the
-/// spin gave up: two sleeps in a row of a millisecond past a 1 µs budget stop the
-/// spinning; waits that found the change before they slept are near failures.
+/// spin gave up: on a cell that a spin has paid off on, two sleeps in a row of a
+/// millisecond past a 1 µs budget stop the spinning, on a new cell the first does;
+/// waits that found the change before they slept are near failures.
 #[test]
-fn two_waits_woken_far_after_their_failed_spins_stop_the_spinning() {
+fn waits_woken_far_after_their_failed_spins_stop_the_spinning() {
     let ends = |parts: &Parts, slept: bool| {
         let cell = parts.waiter();
         let _ = (adapt::take_woke(), adapt::take_notified());
@@ -146,8 +147,16 @@ fn two_waits_woken_far_after_their_failed_spins_stop_the_spinning() {
     ends(&parts, true);
     assert_eq!(
         parts.adapt.spin_budget(1_000, false),
+        0,
+        "one stops a new cell"
+    );
+    let parts = Parts::new(1);
+    parts.adapt.record_spin(true);
+    ends(&parts, true);
+    assert_eq!(
+        parts.adapt.spin_budget(1_000, false),
         1_000,
-        "one is not enough"
+        "one is not enough once a spin paid off"
     );
     ends(&parts, true);
     assert_eq!(parts.adapt.spin_budget(1_000, false), 0, "two in a row are");

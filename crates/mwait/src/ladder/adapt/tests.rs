@@ -54,12 +54,48 @@ fn failing_spins_stop_spinning_and_probes_back_off() {
 }
 
 #[test]
+fn a_far_failure_stops_a_cell_that_no_spin_paid_off_on() {
+    let budget = 5_000;
+    for before in [
+        |_: &Adaptive| {},
+        // A spin that failed near is no pay-off either.
+        |a: &Adaptive| {
+            a.record_spin(false);
+            a.record_failed_wait(false);
+        },
+    ] {
+        let a = Adaptive::new();
+        before(&a);
+        assert_eq!(a.spin_budget(budget, false), budget);
+        a.record_spin(false);
+        a.record_failed_wait(true);
+        assert!(a.score() < SCORE_SPIN_MIN, "score {}", a.score());
+        assert_eq!(
+            a.spin_budget(budget, false),
+            0,
+            "the next wait parks at once"
+        );
+    }
+    // A wait that skipped the spin and ended within the budget is a pay-off too.
+    let a = Adaptive::new();
+    a.record_unspun_wait(0, budget, budget);
+    a.record_spin(false);
+    a.record_failed_wait(true);
+    assert_eq!(
+        a.spin_budget(budget, false),
+        budget,
+        "one far failure is ordinary"
+    );
+}
+
+#[test]
 fn two_failures_by_far_in_a_row_stop_spinning() {
     let (budget, at) = (5_000, 1_000);
     let far = at + budget * FAR_FAILURE_BUDGETS + 1;
     assert!(failed_by_far(at, far, budget));
     assert!(!failed_by_far(at, far - 1, budget));
     let a = Adaptive::new();
+    a.record_spin(true);
     for _ in 0..2 {
         assert_eq!(a.spin_budget(budget, false), budget);
         a.record_spin(false);
@@ -88,6 +124,7 @@ fn two_failures_by_far_in_a_row_stop_spinning() {
         },
     ] {
         let a = Adaptive::new();
+        a.record_spin(true);
         a.record_spin(false);
         a.record_failed_wait(true);
         assert_eq!(a.spin_budget(budget, false), budget);
