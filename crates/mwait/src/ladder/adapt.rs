@@ -7,7 +7,8 @@
 //! a spin that succeeds moves it up by a quarter of the distance to the top, one that
 //! fails halves it, and the second in a row whose change came more than
 //! `FAR_FAILURE_BUDGETS` spin budgets later (learned where the wait ends) takes it
-//! below the threshold, or the first on a cell that no spin has paid off on yet. Below `SCORE_SPIN_MIN` the cell skips its spin, except on a
+//! below the threshold, or the first on a cell that no spin has paid off on yet.
+//! Below `SCORE_SPIN_MIN` the cell skips its spin, except on a
 //! probe, which spins once more to notice a change of pattern. Probes
 //! start a whole gap after the failures that brought the score down, then come
 //! every `PROBE_MIN`-th wait; each failed one doubles the gap, up to
@@ -70,11 +71,11 @@ pub(crate) const FAR_FAILURE_BUDGETS: u64 = 8;
 ///
 /// A cell that no spin has paid off on yet ([`PAID_OFF`] unset) stops at its first
 /// far failure: nothing says its changes ever come near, and a new cell fed every
-/// millisecond then pays one whole spin budget for nothing instead of two, which
-/// on the 2-vCPU guest is a third of what such a cell's first dozen waits cost
-/// beyond a futex waiter's. A pair whose first wait failed far only because its
-/// partner started late gets spinning back at its first wait that ends before it
-/// sleeps (see [`Adaptive::record_unspun_wait`] and the ladder's `finish`).
+/// millisecond then pays one whole spin budget for nothing instead of two (the
+/// figures: `docs/design-notes.md`). A pair whose first wait failed far only
+/// because its partner started late gets spinning back at its first wait that ends
+/// before it sleeps (see [`Adaptive::record_unspun_wait`] and the ladder's
+/// `finish`).
 pub(crate) const FAR_FAILURES_TO_STOP: u32 = 2;
 
 /// The bit of [`Adaptive`]'s `far` word that says a spin of the cell has paid off
