@@ -420,14 +420,6 @@ impl WaitCell {
         self.line.parked()
     }
 
-    /// How many parked waiters the loom model's futex has woken on this cell so far
-    /// (the loom models check that `notify_one` wakes one); always 0 outside the
-    /// model, which alone counts them.
-    #[cfg(all(test, mwait_loom))]
-    pub(crate) fn model_wakes(&self) -> u32 {
-        self.waiters.sleepers.queue().woken()
-    }
-
     /// How many futures are armed right now (a snapshot, for tests and reports).
     ///
     /// # Examples

@@ -29,6 +29,14 @@ fn model<F: Fn() + Sync + Send + 'static>(f: F) {
     b.check(f);
 }
 
+impl WaitCell {
+    /// How many parked waiters the model's futex has woken on this cell so far (the
+    /// models check that `notify_one` wakes one).
+    fn model_wakes(&self) -> u32 {
+        self.waiter().sleepers.queue().woken()
+    }
+}
+
 /// Where a model's cell starts: as made, `FENCED` (see "A new cell starts `FENCED`"
 /// in `protocol.rs`), so that its first park skips the barrier; or cleared by a run
 /// of idle notifies, so that its first park runs the barrier and sets the bit.
