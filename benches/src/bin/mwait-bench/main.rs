@@ -129,7 +129,8 @@ impl Options {
                 "--out" => o.out_dir = value()?,
                 "--only" => {
                     let b = value()?;
-                    if !SECTIONS.iter().any(|(name, _)| *name == b) {
+                    let known = |b: &str| SECTIONS.iter().any(|(name, _)| *name == b);
+                    if !b.split(',').all(known) {
                         let names: Vec<&str> = SECTIONS.iter().map(|(name, _)| *name).collect();
                         return Err(format!(
                             "--only {b}: no such bench (one of {})",
@@ -145,6 +146,11 @@ impl Options {
     }
 }
 
+/// Whether `--only` (a comma-separated list of sections, or none) selects `bench`.
+fn selects(only: Option<&str>, bench: &str) -> bool {
+    only.map_or(true, |o| o.split(',').any(|o| o == bench))
+}
+
 /// What every section needs: the budgets, the implementations, the `--only` filter.
 struct Ctx {
     b: Budgets,
@@ -158,9 +164,9 @@ struct Ctx {
 }
 
 impl Ctx {
-    /// Whether the scenario `bench` runs (all do unless `--only` names another).
+    /// Whether the scenario `bench` runs (all do unless `--only` names others).
     fn runs(&self, bench: &str) -> bool {
-        self.only.as_deref().map_or(true, |o| o == bench)
+        selects(self.only.as_deref(), bench)
     }
 
     /// The mechanism called `name` among the report's implementations.
@@ -198,7 +204,7 @@ fn main() {
     }
     let opts = Options::parse(&args).unwrap_or_else(|e| {
         eprintln!(
-            "mwait-bench: {e}\nusage: mwait-bench [--quick] [--out DIR] [--only BENCH] \
+            "mwait-bench: {e}\nusage: mwait-bench [--quick] [--out DIR] [--only BENCH[,BENCH...]] \
              (or {} SCENARIO IMPL AMOUNT, {} MODE MILLIS, {TIERS_ARG})",
             mwait_benches::cold::COLD_ARG,
             mwait_benches::scale::BUSY_ARG
@@ -261,6 +267,16 @@ mod tests {
             .contains("unknown argument"));
         assert!(parse(&["--out"]).unwrap_err().contains("needs a value"));
         assert!(parse(&["--only", "pingpong-pinned"])
+            .unwrap_err()
+            .contains("no such bench"));
+        // Several sections, in the report's order whatever the list's.
+        let o = parse(&["--only", "spsc,clients"]).unwrap();
+        assert_eq!(o.only.as_deref(), Some("spsc,clients"));
+        let only = o.only.as_deref();
+        assert!(selects(only, "clients") && selects(only, "spsc"));
+        assert!(!selects(only, "cold") && !selects(only, "spsc,clients"));
+        assert!(selects(None, "cold"));
+        assert!(parse(&["--only", "spsc,nope"])
             .unwrap_err()
             .contains("no such bench"));
     }
