@@ -20,7 +20,7 @@ use crate::scenarios::Placement;
 use crate::stats;
 use mwait::WaitCell;
 use mwait_support::thread_cpu_time;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -31,6 +31,15 @@ pub const SLOTS: u32 = 256;
 /// The channels the section compares, in the report's order.
 pub const CHANNELS: [Channel; 3] = [Channel::Ring, Channel::Crossbeam, Channel::Std];
 
+/// The channels the section runs at saturation: [`CHANNELS`], then the
+/// [`Channel::PauseRing`] baseline.
+pub const SATURATED: [Channel; 4] = [
+    Channel::Ring,
+    Channel::Crossbeam,
+    Channel::Std,
+    Channel::PauseRing,
+];
+
 /// One of the section's channels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Channel {
@@ -40,6 +49,12 @@ pub enum Channel {
     Crossbeam,
     /// `std::sync::mpsc::sync_channel(SLOTS)`.
     Std,
+    /// The same ring with two plain `AtomicU32`s for positions, each side polling
+    /// with PAUSE (and yielding its CPU every [`PAUSE_POLLS_PER_YIELD`] polls, so
+    /// that two threads on one CPU still take turns): what the ring's own design
+    /// costs without a waiting primitive. It never sleeps, so it runs at saturation
+    /// only.
+    PauseRing,
 }
 
 impl Channel {
@@ -49,6 +64,7 @@ impl Channel {
             Channel::Ring => "waitcell-ring",
             Channel::Crossbeam => "crossbeam-channel",
             Channel::Std => "std-sync-channel",
+            Channel::PauseRing => "pause-ring",
         }
     }
 
@@ -58,6 +74,10 @@ impl Channel {
             Channel::Ring => {
                 let ring = std::sync::Arc::new(Ring::new());
                 (Tx::Ring(ring.clone(), 0), Rx::Ring(ring, 0))
+            }
+            Channel::PauseRing => {
+                let ring = std::sync::Arc::new(Ring::new());
+                (Tx::PauseRing(ring.clone(), 0), Rx::PauseRing(ring, 0))
             }
             Channel::Crossbeam => {
                 let (s, r) = crossbeam_channel::bounded(SLOTS as usize);
@@ -72,17 +92,72 @@ impl Channel {
 }
 
 /// The ring: `tail` counts the messages sent, `head` those received (both wrap).
-struct Ring {
-    head: WaitCell,
-    tail: WaitCell,
+struct Ring<P = WaitCell> {
+    head: P,
+    tail: P,
     slots: Vec<AtomicU64>,
 }
 
-impl Ring {
-    fn new() -> Ring {
+/// How many PAUSE polls a side of [`Channel::PauseRing`] makes before it yields.
+pub const PAUSE_POLLS_PER_YIELD: u32 = 1024;
+
+/// A ring's position: a `WaitCell`, or a plain atomic on a line of its own that a
+/// waiting side polls with PAUSE (the [`Channel::PauseRing`] baseline).
+trait Position {
+    fn new() -> Self;
+    fn wait_until(&self, pred: impl Fn(u32) -> bool) -> u32;
+    fn store(&self, v: u32);
+}
+
+impl Position for WaitCell {
+    fn new() -> Self {
+        WaitCell::new(0)
+    }
+    #[inline]
+    fn wait_until(&self, pred: impl Fn(u32) -> bool) -> u32 {
+        WaitCell::wait_until(self, pred)
+    }
+    #[inline]
+    fn store(&self, v: u32) {
+        WaitCell::store(self, v);
+    }
+}
+
+/// A plain position on its own 128-byte pair of lines, as a `WaitCell`'s value is.
+#[repr(align(128))]
+struct PausePosition(AtomicU32);
+
+impl Position for PausePosition {
+    fn new() -> Self {
+        PausePosition(AtomicU32::new(0))
+    }
+    #[inline]
+    fn wait_until(&self, pred: impl Fn(u32) -> bool) -> u32 {
+        let mut polls = 0u32;
+        loop {
+            let v = self.0.load(Ordering::Acquire);
+            if pred(v) {
+                return v;
+            }
+            polls += 1;
+            if polls % PAUSE_POLLS_PER_YIELD == 0 {
+                thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+    #[inline]
+    fn store(&self, v: u32) {
+        self.0.store(v, Ordering::Release);
+    }
+}
+
+impl<P: Position> Ring<P> {
+    fn new() -> Ring<P> {
         Ring {
-            head: WaitCell::new(0),
-            tail: WaitCell::new(0),
+            head: P::new(),
+            tail: P::new(),
             slots: (0..SLOTS).map(|_| AtomicU64::new(0)).collect(),
         }
     }
@@ -90,11 +165,35 @@ impl Ring {
     fn slot(&self, pos: u32) -> &AtomicU64 {
         &self.slots[(pos % SLOTS) as usize]
     }
+
+    /// Sends `m` from the sender's position `tail`.
+    #[inline]
+    fn send(&self, tail: &mut u32, m: u64) {
+        let t = *tail;
+        self.head.wait_until(|h| t.wrapping_sub(h) < SLOTS);
+        // The slot is the sender's until the tail passes it: the tail's store
+        // (release) publishes it, the receiver's acquire load of the tail sees it.
+        self.slot(t).store(m, Ordering::Relaxed);
+        *tail = t.wrapping_add(1);
+        self.tail.store(*tail);
+    }
+
+    /// Receives the message at the receiver's position `head`.
+    #[inline]
+    fn recv(&self, head: &mut u32) -> u64 {
+        let h = *head;
+        self.tail.wait_until(|t| t != h);
+        let m = self.slot(h).load(Ordering::Relaxed);
+        *head = h.wrapping_add(1);
+        self.head.store(*head);
+        m
+    }
 }
 
 enum Tx {
     /// The ring and the sender's position.
     Ring(std::sync::Arc<Ring>, u32),
+    PauseRing(std::sync::Arc<Ring<PausePosition>>, u32),
     Crossbeam(crossbeam_channel::Sender<u64>),
     Std(mpsc::SyncSender<u64>),
 }
@@ -102,16 +201,8 @@ enum Tx {
 impl Tx {
     fn send(&mut self, m: u64) {
         match self {
-            Tx::Ring(ring, tail) => {
-                let t = *tail;
-                ring.head.wait_until(|h| t.wrapping_sub(h) < SLOTS);
-                // The slot is the sender's until the tail passes it: the tail's
-                // store (release) publishes it, the receiver's acquire load of the
-                // tail sees it.
-                ring.slot(t).store(m, Ordering::Relaxed);
-                *tail = t.wrapping_add(1);
-                ring.tail.store(*tail);
-            }
+            Tx::Ring(ring, tail) => ring.send(tail, m),
+            Tx::PauseRing(ring, tail) => ring.send(tail, m),
             Tx::Crossbeam(s) => s.send(m).expect("the receiver outlives the sender"),
             Tx::Std(s) => s.send(m).expect("the receiver outlives the sender"),
         }
@@ -121,6 +212,7 @@ impl Tx {
 enum Rx {
     /// The ring and the receiver's position.
     Ring(std::sync::Arc<Ring>, u32),
+    PauseRing(std::sync::Arc<Ring<PausePosition>>, u32),
     Crossbeam(crossbeam_channel::Receiver<u64>),
     Std(mpsc::Receiver<u64>),
 }
@@ -128,14 +220,8 @@ enum Rx {
 impl Rx {
     fn recv(&mut self) -> u64 {
         match self {
-            Rx::Ring(ring, head) => {
-                let h = *head;
-                ring.tail.wait_until(|t| t != h);
-                let m = ring.slot(h).load(Ordering::Relaxed);
-                *head = h.wrapping_add(1);
-                ring.head.store(*head);
-                m
-            }
+            Rx::Ring(ring, head) => ring.recv(head),
+            Rx::PauseRing(ring, head) => ring.recv(head),
             Rx::Crossbeam(r) => r.recv().expect("the sender sends every message"),
             Rx::Std(r) => r.recv().expect("the sender sends every message"),
         }
@@ -227,7 +313,7 @@ mod tests {
 
     #[test]
     fn every_channel_carries_every_message_once_in_order() {
-        for ch in CHANNELS {
+        for ch in SATURATED {
             assert!(throughput(ch, 10_000) > 0.0, "{}", ch.name());
             let (mut tx, mut rx) = ch.open();
             let r = thread::spawn(move || (0..3 * SLOTS).map(|_| rx.recv()).collect::<Vec<_>>());

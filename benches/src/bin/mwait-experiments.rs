@@ -42,12 +42,14 @@
 //!   the waiter's CPU per wake. Shows the cell moving from spinning to parking at
 //!   once and back.
 //! - `spsc-placement [ROUNDS]`: the bench's `spsc` throughput (the ring on two
-//!   WaitCells against `crossbeam_channel::bounded`, 2 M messages at saturation)
-//!   with the sender and receiver where the scheduler puts them, pinned to CPUs 0
-//!   and 1, and both pinned to CPU 0; per placement `ROUNDS` (10) rounds, the two
-//!   channels in an order that alternates: each one's median throughput and the
-//!   median of the rounds' ratios with its range. Shows how much of the section's
-//!   spread is where the two threads run.
+//!   WaitCells against `crossbeam_channel::bounded` and the same ring on PAUSE
+//!   loops, 2 M messages at saturation) with the sender and receiver where the
+//!   scheduler puts them, pinned to CPUs 0 and 1, and both pinned to CPU 0; per
+//!   placement `ROUNDS` (10) rounds, the three channels in a rotated order: each
+//!   one's median throughput and the medians of the ring's per-round ratios to the
+//!   other two, with their ranges. Shows how much of the section's spread is
+//!   where the two threads run, and how much of it the ring's design gives any
+//!   waiting primitive on that placement.
 //! - `stalled-pingpong EVERY`: a ping-pong on CPUs 0 and 1 (the main thread stores
 //!   into one cell and waits on the other) whose partner stalls 3 ms before every
 //!   `EVERY`-th answer, as a preempted thread does: the round trip's p50 and p90 per
@@ -384,27 +386,27 @@ fn spsc_placement(rounds: usize) {
         ("apart (CPUs 0 and 1)", Some(Placement::TwoCpus)),
         ("same CPU (0)", Some(Placement::SameCpu)),
     ] {
-        let (mut ring, mut crossbeam, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        const ORDER: [Channel; 3] = [Channel::Ring, Channel::Crossbeam, Channel::PauseRing];
+        // Per channel of ORDER, its throughput in each round (M msg/s).
+        let mut got: [Vec<f64>; 3] = Default::default();
         for r in 0..rounds {
-            let run = |ch| throughput_placed(ch, MESSAGES, place) / 1e6;
-            let (a, b) = if r % 2 == 0 {
-                let a = run(Channel::Ring);
-                (a, run(Channel::Crossbeam))
-            } else {
-                let b = run(Channel::Crossbeam);
-                (run(Channel::Ring), b)
-            };
-            ring.push(a);
-            crossbeam.push(b);
-            ratios.push(a / b);
+            for i in mwait_benches::round_order(ORDER.len(), r) {
+                got[i].push(throughput_placed(ORDER[i], MESSAGES, place) / 1e6);
+            }
         }
-        let (lo, hi) = min_max(&ratios);
+        let ratio = |n: usize, d: usize| {
+            let r: Vec<f64> = got[n].iter().zip(&got[d]).map(|(a, b)| a / b).collect();
+            let (lo, hi) = min_max(&r);
+            format!("{:.2}x (range {lo:.2}-{hi:.2}x)", median(&r))
+        };
         println!(
-            "{name}: ring {:.1} M msg/s, crossbeam-channel {:.1} M msg/s (medians of \
-             {rounds} rounds); ring/crossbeam {:.2}x (range {lo:.2}-{hi:.2}x)",
-            median(&ring),
-            median(&crossbeam),
-            median(&ratios)
+            "{name}: ring {:.1} M msg/s, crossbeam-channel {:.1} M msg/s, PAUSE ring {:.1} M \
+             msg/s (medians of {rounds} rounds); ring/crossbeam {}, ring/PAUSE ring {}",
+            median(&got[0]),
+            median(&got[1]),
+            median(&got[2]),
+            ratio(0, 1),
+            ratio(0, 2)
         );
     }
 }
