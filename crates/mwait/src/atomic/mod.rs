@@ -223,8 +223,7 @@ pub fn wait_or_woken<A: Atomic>(atomic: &A, expected: A::Value) -> A::Value {
         bucket: b,
         woken: Some(&woken),
     };
-    let mut pred = |v| v != expected || woken.get();
-    climb(word, &mut pred, None).value
+    climb(word, |v| v != expected || woken.get(), None).value
 }
 
 /// Blocks while `atomic` holds `expected`, at most `timeout`.
@@ -470,19 +469,27 @@ fn wait_ns<A: Atomic>(
         bucket: b,
         woken: None,
     };
-    climb(word, &mut pred, deadline_ns)
+    climb(word, pred, deadline_ns)
 }
 
-/// The ladder for a wait on a bare word, with the process's default policy.
+/// The ladder for a wait on a bare word, with the process's default policy. It
+/// takes the predicate by value, so that the caller's first look and inline spin
+/// keep what the predicate captures in registers (as `WaitCell`'s `climb` does).
 #[cold]
 #[inline(never)]
 fn climb<A: Atomic>(
     word: TableWord<'_, A>,
-    pred: &mut dyn FnMut(A::Value) -> bool,
+    mut pred: impl FnMut(A::Value) -> bool,
     deadline_ns: Option<u64>,
 ) -> Outcome<A::Value> {
     let policy = WaitPolicy::new();
-    ladder::run_word(word, word.bucket.learning(), pred, deadline_ns, &policy)
+    ladder::run_word(
+        word,
+        word.bucket.learning(),
+        &mut pred,
+        deadline_ns,
+        &policy,
+    )
 }
 
 #[inline(always)]

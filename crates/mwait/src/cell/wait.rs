@@ -80,9 +80,43 @@ impl WaitCell {
             )
             .value;
         }
-        let v = ladder::run(self.waiter(), &mut pred, None, policy).value;
+        let v = self.climb(pred, None, policy).value;
         stamp::mark(Point::Ended);
         v
+    }
+
+    /// The ladder of a wait. A predicate that captures something goes to it by
+    /// value, through [`climb_out_of_line`](Self::climb_out_of_line), so that only
+    /// that path takes the predicate's address (the ladder calls it through
+    /// `&mut dyn FnMut`): the caller's first look and inline spin then keep what the
+    /// predicate captures in registers, where with the address taken in the
+    /// caller's frame they read it back from the stack after each load of the
+    /// value. A predicate that captures nothing (a parker's) has nothing to keep
+    /// and calls the ladder straight away, without that frame: its waits are the
+    /// ones that sleep long, and come back to code their sleep took from the caches.
+    #[inline(always)]
+    fn climb(
+        &self,
+        mut pred: impl FnMut(u32) -> bool,
+        deadline_ns: Option<u64>,
+        policy: &WaitPolicy,
+    ) -> Outcome {
+        if std::mem::size_of_val(&pred) == 0 {
+            ladder::run(self.waiter(), &mut pred, deadline_ns, policy)
+        } else {
+            self.climb_out_of_line(pred, deadline_ns, policy)
+        }
+    }
+
+    /// [`climb`](Self::climb) for a predicate that captures something.
+    #[inline(never)]
+    fn climb_out_of_line(
+        &self,
+        mut pred: impl FnMut(u32) -> bool,
+        deadline_ns: Option<u64>,
+        policy: &WaitPolicy,
+    ) -> Outcome {
+        ladder::run(self.waiter(), &mut pred, deadline_ns, policy)
     }
 
     /// The first loads of the spin tier inline, in the caller's frame
@@ -217,7 +251,7 @@ impl WaitCell {
         }
         // No inline round here: it does not read the clock, and a timed wait keeps
         // the ladder's bound on how far it may run past its deadline (one round).
-        ladder::run(self.waiter(), &mut pred, Some(deadline_ns), policy).result()
+        self.climb(pred, Some(deadline_ns), policy).result()
     }
 
     /// A future that resolves to the value once `pred` accepts it.
