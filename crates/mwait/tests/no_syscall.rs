@@ -3,12 +3,16 @@
 //! counts every `futex_wake` the crate makes.
 #![cfg(feature = "test-counters")]
 
+#[path = "support/mod.rs"]
+mod support;
+
 use mwait::test_counters::futex_wake_calls;
 use mwait::{Backend, WaitCell, WaitPolicy};
 use mwait_support::{poll_until, SETTLE_LIMIT};
 use std::sync::Mutex;
 use std::thread;
 use std::time::Duration;
+use support::FENCED_IDLE_NOTIFIES;
 
 /// The counter is process-wide: tests that read it take turns.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -193,9 +197,8 @@ fn a_new_cell_pays_membarrier_only_once_idle_stores_clear_fenced() {
 }
 
 /// A `wait_any` announces itself to every member and then runs one barrier for all
-/// of them, as its docs say: its first park over a bare word and three cells made
-/// four `membarrier` calls, one per cell and one more, when a new cell's first park
-/// ran one.
+/// of them, as its docs say, not one per member: each of its parks over a bare word
+/// and three cells makes at most one `membarrier` call.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 #[test]
 fn a_wait_any_park_runs_one_barrier_for_all_its_members() {
@@ -206,7 +209,8 @@ fn a_wait_any_park_runs_one_barrier_for_all_its_members() {
     }
     let park_at_once = WaitPolicy::new().backend(Backend::Futex);
     let soon = || std::time::Instant::now() + Duration::from_millis(2);
-    // The process's first park also registers for membarrier: get that done first.
+    // The process's first park settles the registration (a call, where the program's
+    // load did not make it): get that done first.
     let _ = WaitCell::new(0).wait_until_deadline_with(|v| v == 1, soon(), &park_at_once);
     let word = std::sync::atomic::AtomicU32::new(0);
     let cells = [WaitCell::new(0), WaitCell::new(0), WaitCell::new(0)];
@@ -234,9 +238,6 @@ fn a_wait_any_park_runs_one_barrier_for_all_its_members() {
         calls() - c1
     );
 }
-
-/// `protocol.rs`, "A cell that parks often" (the crate's constant is private).
-const FENCED_IDLE_NOTIFIES: u32 = 32;
 
 /// Two distinct words of `words` in one bucket of the waiter table.
 fn sharing_a_bucket(

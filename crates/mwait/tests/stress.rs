@@ -5,6 +5,9 @@
 //! `cargo test` runs a short version; `cargo xtask stress [N]` runs N handoffs per
 //! test (default 10^8) in release mode (`MWAIT_STRESS_HANDOFFS=N`).
 
+#[path = "support/mod.rs"]
+mod support;
+
 use mwait::{Backend, WaitCell, WaitPolicy};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -534,11 +537,9 @@ fn a_notify_inside_an_arms_barrier_is_never_lost() {
             let cell = Arc::new(WaitCell::new(0));
             if (round / STORE_DELAY_STEPS) % 2 == 1 {
                 // Every other sweep of the delays, on a cell whose `FENCED` bit (a
-                // new cell's) 32 stores with nobody waiting have cleared: the arm
-                // runs the barrier the race is about; on a new cell it skips it.
-                for _ in 0..32 {
-                    cell.store(0);
-                }
+                // new cell's) is cleared: the arm runs the barrier the race is
+                // about; on a new cell it skips it.
+                support::clear_fenced(&cell);
             }
             *cell_of_round.lock().unwrap() = Some(cell.clone());
             published.store(round, Ordering::Release);

@@ -159,14 +159,11 @@ fn membarrier_denied_after_registration() {
     use mwait::{Backend, WaitCell, WaitPolicy, WaitResult};
     use std::time::{Duration, Instant};
     let park_at_once = WaitPolicy::new().backend(Backend::Futex);
-    // A new cell starts `FENCED` and its first park runs no barrier; 32 stores with
-    // nobody waiting clear the bit (`protocol.rs`), so that the first park (or arm)
-    // of the cell runs one.
+    // A new cell starts `FENCED` and its first park runs no barrier: clear the bit,
+    // so that the first park (or arm) of the cell runs one.
     let needing_the_barrier = || {
         let cell = WaitCell::new(0);
-        for _ in 0..32 {
-            cell.store(0);
-        }
+        crate::support::clear_fenced(&cell);
         cell
     };
     let round = |value: u32| {

@@ -318,12 +318,9 @@ fn repolls_do_not_run_membarrier_each_time() {
         return;
     }
     let cell = WaitCell::new(0);
-    // A new cell starts FENCED, and its arms run no barrier at all: 32 stores with
-    // nobody waiting (`protocol.rs`, "A cell that parks often") clear the bit, so
-    // that the first arm runs one.
-    for _ in 0..32 {
-        cell.store(0);
-    }
+    // A new cell starts FENCED, and its arms run no barrier at all: clear the bit,
+    // so that the first arm runs one.
+    crate::support::clear_fenced(&cell);
     let (_, waker) = counting_waker();
     let mut fut = cell.wait_until_async(|v| v == NEVER);
     // The first poll arms, runs the barrier and marks the cell FENCED (and registers
@@ -490,11 +487,8 @@ fn fork_during_registration_leaves_the_child_able_to_park() {
     thread::spawn(|| {
         install_seccomp(libc::SYS_membarrier, None, libc::SECCOMP_RET_TRAP);
         let cell = WaitCell::with_policy(0, PARK_AT_ONCE);
-        // A new cell starts FENCED; 32 stores with nobody parked clear it, so that
-        // this park runs `membarrier`.
-        for _ in 0..32 {
-            cell.store(0);
-        }
+        // A new cell starts FENCED: clear it, so that this park runs `membarrier`.
+        crate::support::clear_fenced(&cell);
         let _ = cell.wait_until_timeout(|v| v == 1, Duration::from_millis(1));
     });
     let start = Instant::now();

@@ -1,7 +1,8 @@
-//! Helpers shared by the integration tests (a module of `api` and of `process`):
-//! counting wakers, a waker with hooks on clone and drop, a watchdog that turns a
-//! hang into a failure, and re-running one test of the current binary in a child
-//! process (`process/soundness.rs`, `process/env.rs`).
+//! Helpers shared by the integration tests (a module of `api`, `process`,
+//! `no_syscall` and `stress`): counting wakers, a waker with hooks on clone and drop,
+//! a watchdog that turns a hang into a failure, re-running one test of the current
+//! binary in a child process (`process/soundness.rs`, `process/env.rs`), and a cell
+//! whose next park runs the barrier.
 
 // Each test file uses its own subset of these helpers.
 #![allow(dead_code)]
@@ -22,6 +23,20 @@ pub const HANG_LIMIT: Duration = Duration::from_secs(20);
 
 /// A value no predicate of the tests accepts: futures that wait for it stay pending.
 pub const NEVER: u32 = u32::MAX;
+
+/// How many notifies in a row that find nobody parked clear a cell's `FENCED` bit
+/// (`protocol.rs`, "A cell that parks often"; the crate's constant is private).
+pub const FENCED_IDLE_NOTIFIES: u32 = 32;
+
+/// Clears the `FENCED` bit that `cell` starts with (`protocol.rs`, "A new cell starts
+/// `FENCED`") by a run of stores of its value with nobody parked, so that its next
+/// park or arm runs the barrier.
+pub fn clear_fenced(cell: &mwait::WaitCell) {
+    let v = cell.load();
+    for _ in 0..FENCED_IDLE_NOTIFIES {
+        cell.store(v);
+    }
+}
 
 /// A future on a cell whose predicate never holds.
 pub type Pending<'a> = mwait::platform::WaitUntil<'a, fn(u32) -> bool>;
