@@ -25,8 +25,10 @@
 //!   (200 µs, 1 ms, 5 ms): the default WaitCell's waiter (or `IMPL`'s) beside a
 //!   hand-written futex waiter, both pairs at once (`slow_producers_beside`), in
 //!   `ROUNDS` rounds per gap (8 unless given; 400 ms or 200 gaps, the longer) that
-//!   swap which pair runs on the calling thread; per gap the median ratio of the two waiters' CPU per wake,
-//!   its range, and the medians of each one's CPU per wake.
+//!   swap which pair runs on the calling thread; per round the two waiters' CPU per
+//!   wake and the share of each one's wakes that ran on its producer's CPU, and per
+//!   gap the median ratio of the two waiters' CPU per wake, its range, and the
+//!   medians of each one's CPU per wake.
 //! - `long-wait-trace pinned|unpinned|alone ROUNDS WAKES GAP_US [IMPL BESIDE]`: where a
 //!   fresh waiter's CPU goes, wait by wait: two slow pairs at once (the default
 //!   WaitCell's and a hand-written futex's unless named), each a fresh cell and a
@@ -356,12 +358,15 @@ fn long_wait_beside(rounds: usize, name: &str) {
             let per_wake = |p: &scenarios::SlowProducer| {
                 p.waiter_cpu * duration_ns(round) as f64 / p.wake_ns.len().max(1) as f64
             };
-            let share = |p: &scenarios::SlowProducer| {
-                p.on_producer_cpu.iter().filter(|b| **b).count() as f64
-                    / p.on_producer_cpu.len().max(1) as f64
-            };
-            eprintln!("TMP gap {gap_us} round {r}: share on producer cpu {name} {:.2} futex {:.2}; per wake {:.0} {:.0}", share(&w), share(&f), per_wake(&w), per_wake(&f));
+            let shares = (w.share_on_producer_cpu(), f.share_on_producer_cpu());
             let (w, f) = (per_wake(&w), per_wake(&f));
+            println!(
+                "  gap {gap_us} us, round {r}: CPU per wake {name} {w:.0} ns, futex {f:.0} ns \
+                 ({:.2}x); woken on the producer's CPU {:.0} % / {:.0} %",
+                w / f,
+                shares.0 * 100.0,
+                shares.1 * 100.0
+            );
             ratio.push(w / f);
             mine.push(w);
             theirs.push(f);
