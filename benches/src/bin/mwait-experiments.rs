@@ -114,6 +114,16 @@
 //!   channel's `recv` (`mwait::block_on` against futures-lite's, as in
 //!   `fresh-idle`), collected by `*mwait_block_on_measured` and
 //!   `*stock_block_on_measured`.
+//! - `zero-timeout [ROUNDS]`: polls with a zero timeout, as async-io's `block_on`
+//!   polls its parker on every turn of its loop: ns per `Parker::park_timeout(ZERO)`
+//!   with no token (`mwait::Parker` against `parking::Parker`), per
+//!   `WaitCell::wait_until_timeout` and per `mwait::atomic::wait_timeout` with a zero
+//!   timeout whose predicate is false, and per `WaitCell::wait_until_deadline` with
+//!   a deadline that has passed (against a plain load of the same word), in
+//!   `ROUNDS` (9) rounds of 10^6 calls each, the six in a rotated order: each one's
+//!   median; then the two parkers' polls on two threads at once, each thread with a
+//!   parker of its own (the slower thread's figure, `ROUNDS` rounds per side in
+//!   turns), where a poll that writes a line the threads share would slow both.
 //!
 //! To get the "before" side of a comparison, copy this file into a checkout of the
 //! earlier commit (it uses only the harness's public functions) and run it there.
@@ -768,6 +778,96 @@ fn new_block_on(mwait: bool, wait: Duration, measured: bool) -> u64 {
     )
 }
 
+/// `zero-timeout`: see the module docs.
+fn zero_timeout(rounds: usize) {
+    use std::hint::black_box;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const CALLS: u32 = 1_000_000;
+    let (mine, theirs) = (mwait::Parker::new(), parking::Parker::new());
+    let (cell, word) = (mwait::WaitCell::new(0), AtomicU32::new(0));
+    // Each poll's time in ns, over CALLS calls.
+    let time = |poll: &dyn Fn() -> u32| {
+        let t = Instant::now();
+        for _ in 0..CALLS {
+            black_box(poll());
+        }
+        duration_ns(t.elapsed()) as f64 / f64::from(CALLS)
+    };
+    let past = Instant::now();
+    let polls: [(&str, &dyn Fn() -> u32); 6] = [
+        ("mwait::Parker::park_timeout(ZERO)", &|| {
+            u32::from(mine.park_timeout(Duration::ZERO))
+        }),
+        ("parking::Parker::park_timeout(ZERO)", &|| {
+            u32::from(theirs.park_timeout(Duration::ZERO))
+        }),
+        ("WaitCell::wait_until_timeout(.., ZERO)", &|| {
+            cell.wait_until_timeout(|v| v == 1, Duration::ZERO).value()
+        }),
+        ("atomic::wait_timeout(.., ZERO)", &|| {
+            mwait::atomic::wait_timeout(&word, 0, Duration::ZERO).value()
+        }),
+        (
+            "WaitCell::wait_until_deadline(.., a passed instant)",
+            &|| cell.wait_until_deadline(|v| v == 1, past).value(),
+        ),
+        ("a load of the word", &|| {
+            black_box(&word).load(Ordering::Acquire)
+        }),
+    ];
+    let mut got: Vec<Vec<f64>> = vec![Vec::new(); polls.len()];
+    for r in 0..rounds {
+        for i in mwait_benches::round_order(polls.len(), r) {
+            got[i].push(time(polls[i].1));
+        }
+    }
+    for ((name, _), ns) in polls.iter().zip(&got) {
+        let (lo, hi) = min_max(ns);
+        println!(
+            "{name}: {:.1} ns per call (median of {rounds} rounds of \
+             {CALLS}; {lo:.1}-{hi:.1})",
+            median(ns)
+        );
+    }
+    // Two threads at once, each polling a parker of its own: what one thread's polls
+    // cost the other's (a round's figure is the slower thread's).
+    let pair = |stock: bool| {
+        let poller = move || {
+            let t = Instant::now();
+            if stock {
+                let p = parking::Parker::new();
+                for _ in 0..CALLS {
+                    black_box(p.park_timeout(Duration::ZERO));
+                }
+            } else {
+                let p = mwait::Parker::new();
+                for _ in 0..CALLS {
+                    black_box(p.park_timeout(Duration::ZERO));
+                }
+            }
+            duration_ns(t.elapsed()) as f64 / f64::from(CALLS)
+        };
+        let (a, b) = (std::thread::spawn(poller), std::thread::spawn(poller));
+        let (a, b) = (a.join().expect("a poller"), b.join().expect("a poller"));
+        a.max(b)
+    };
+    let mut pairs: [Vec<f64>; 2] = Default::default();
+    for r in 0..rounds {
+        for side in [r % 2, 1 - r % 2] {
+            pairs[side].push(pair(side == 1));
+        }
+    }
+    for (name, ns) in ["mwait::Parker", "parking::Parker"].iter().zip(&pairs) {
+        let (lo, hi) = min_max(ns);
+        println!(
+            "{name}::park_timeout(ZERO) on two threads at once, each its own parker: \
+             {:.1} ns per call, the slower thread (median of {rounds} rounds; \
+             {lo:.1}-{hi:.1})",
+            median(ns)
+        );
+    }
+}
+
 /// `fresh-park`: see the module docs.
 fn fresh_park(wait: Duration, rounds: usize, block_on: bool) {
     // Side 0 parks on `mwait::Parker` (or runs `mwait::block_on`), side 1 on
@@ -1157,6 +1257,8 @@ fn main() {
             rounds.parse().expect("rounds"),
             true,
         ),
+        ["zero-timeout"] => zero_timeout(9),
+        ["zero-timeout", n] => zero_timeout(n.parse().expect("rounds")),
         ["park-segments", gap] => park_segments(gap, "10"),
         ["park-segments", gap, rounds] => park_segments(gap, rounds),
         ["fresh-idle"] => fresh_idle(Duration::from_millis(200), 41),
