@@ -192,7 +192,8 @@ impl Parker {
     }
 
     /// Blocks until a token is there or `timeout` has passed. Returns `true` when it
-    /// took a token, `false` when the time ran out without one.
+    /// took a token, `false` when the time ran out without one. A zero timeout is a
+    /// poll: it takes a token that is there and returns at once, reading no clock.
     ///
     /// # Panics
     ///
@@ -207,6 +208,7 @@ impl Parker {
     /// assert!(!p.park_timeout(Duration::from_millis(1)));
     /// p.unpark();
     /// assert!(p.park_timeout(Duration::from_secs(60)));
+    /// assert!(!p.park_timeout(Duration::ZERO), "the token was taken");
     /// ```
     pub fn park_timeout(&self, timeout: Duration) -> bool {
         let token = &self.unparker.token;

@@ -28,7 +28,7 @@ use crate::backend::{CState, HardwareWait, HwWake, Watched};
 use crate::cell::WaitCell;
 use crate::ladder;
 use crate::ladder::outcome::WaitResult;
-use crate::ladder::outcome::{Ended, Outcome};
+use crate::ladder::outcome::{Deadline, Ended, Outcome};
 use crate::ladder::word::Word;
 use crate::policy::WaitPolicy;
 use crate::primitive::{loom_sc_fence, AtomicU32, AtomicU64, Ordering};
@@ -187,7 +187,7 @@ pub fn wait_any(members: &[Member<'_>]) -> (usize, u64) {
         !members.is_empty(),
         "mwait: wait_any on no words would never return"
     );
-    match wait_any_ns(members, None) {
+    match wait_any_ns(members, Deadline::Never) {
         WaitResult::Ready(r) | WaitResult::TimedOut(r) => r,
     }
 }
@@ -217,7 +217,7 @@ pub fn wait_any(members: &[Member<'_>]) -> (usize, u64) {
 /// assert_eq!(atomic::wait_any_timeout(&m, Duration::ZERO), WaitResult::Ready((1, 7)));
 /// ```
 pub fn wait_any_timeout(members: &[Member<'_>], timeout: Duration) -> WaitResult<(usize, u64)> {
-    wait_any_ns(members, Some(clock::after(timeout)))
+    wait_any_ns(members, Deadline::after(timeout))
 }
 
 /// [`wait_any`] until the clock reaches `deadline`, with the results of
@@ -239,11 +239,12 @@ pub fn wait_any_timeout(members: &[Member<'_>], timeout: Duration) -> WaitResult
 /// assert_eq!(r.ready(), None);
 /// ```
 pub fn wait_any_deadline(members: &[Member<'_>], deadline: Instant) -> WaitResult<(usize, u64)> {
-    wait_any_ns(members, Some(clock::instant_to_ns(deadline)))
+    wait_any_ns(members, Deadline::at(deadline))
 }
 
-/// The three entries' wait: refuses shared cells, then the fast look and the ladder.
-fn wait_any_ns(members: &[Member<'_>], deadline_ns: Option<u64>) -> WaitResult<(usize, u64)> {
+/// The three entries' wait: refuses shared cells, then the fast look and the ladder
+/// (none for a wait whose time was up before it began).
+fn wait_any_ns(members: &[Member<'_>], deadline: Deadline) -> WaitResult<(usize, u64)> {
     if let Some(i) = members
         .iter()
         .position(|m| matches!(m.source, Source::Cell(c) if c.is_shared()))
@@ -258,16 +259,17 @@ fn wait_any_ns(members: &[Member<'_>], deadline_ns: Option<u64>) -> WaitResult<(
     let set = Set { members };
     let b = bucket(members.first().map_or(0, Member::addr));
     let seen = set.load_acquire();
-    let found = if seen.is_some() {
-        ladder::end(b.stats(), Outcome::before_ladder(seen, Ended::Entry)).value
-    } else {
-        climb(
-            AnyWord {
-                set: &set,
-                bucket: b,
-            },
-            deadline_ns,
-        )
+    let word = AnyWord {
+        set: &set,
+        bucket: b,
+    };
+    let found = match deadline {
+        _ if seen.is_some() => {
+            ladder::end(b.stats(), Outcome::before_ladder(seen, Ended::Entry)).value
+        }
+        Deadline::Passed => ladder::time_up(seen).value,
+        Deadline::At(ns) => climb(word, Some(ns)),
+        Deadline::Never => climb(word, None),
     };
     match found {
         Some(r) => WaitResult::Ready(r),

@@ -113,12 +113,11 @@ mod table;
 pub use any::{wait_any, wait_any_deadline, wait_any_timeout, Member};
 
 use crate::ladder;
-use crate::ladder::outcome::{Ended, Outcome, WaitResult};
+use crate::ladder::outcome::{Deadline, Ended, Outcome, WaitResult};
 use crate::ladder::word::Word;
 use crate::policy::WaitPolicy;
 use crate::primitive::AtomicU32;
 use crate::primitive::AtomicU64;
-use crate::sys::clock;
 use crate::sys::park::{self, Parked};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -178,7 +177,7 @@ impl Atomic for AtomicU64 {
 /// ```
 #[inline]
 pub fn wait<A: Atomic>(atomic: &A, expected: A::Value) -> A::Value {
-    wait_ns(atomic, |v| v != expected, None).value
+    wait_ns(atomic, |v| v != expected, Deadline::Never).value
 }
 
 /// Blocks while `atomic` holds `expected` and no wake reaches this waiter: a wait
@@ -250,11 +249,7 @@ pub fn wait_timeout<A: Atomic>(
     expected: A::Value,
     timeout: Duration,
 ) -> WaitResult<A::Value> {
-    result(wait_ns(
-        atomic,
-        |v| v != expected,
-        Some(clock::after(timeout)),
-    ))
+    result(wait_ns(atomic, |v| v != expected, Deadline::after(timeout)))
 }
 
 /// Blocks while `atomic` holds `expected`, until the clock reaches `deadline`.
@@ -279,11 +274,7 @@ pub fn wait_deadline<A: Atomic>(
     expected: A::Value,
     deadline: Instant,
 ) -> WaitResult<A::Value> {
-    result(wait_ns(
-        atomic,
-        |v| v != expected,
-        Some(clock::instant_to_ns(deadline)),
-    ))
+    result(wait_ns(atomic, |v| v != expected, Deadline::at(deadline)))
 }
 
 /// Blocks until `pred` accepts the value of `atomic`, or until `deadline` (`None`:
@@ -316,7 +307,11 @@ pub fn wait_until<A: Atomic>(
     pred: impl FnMut(A::Value) -> bool,
     deadline: Option<Instant>,
 ) -> WaitResult<A::Value> {
-    result(wait_ns(atomic, pred, deadline.map(clock::instant_to_ns)))
+    result(wait_ns(
+        atomic,
+        pred,
+        deadline.map_or(Deadline::Never, Deadline::at),
+    ))
 }
 
 /// Blocks until `pred` accepts the value of `atomic` or `timeout` passes, as
@@ -346,7 +341,7 @@ pub fn wait_until_timeout<A: Atomic>(
     pred: impl FnMut(A::Value) -> bool,
     timeout: Duration,
 ) -> WaitResult<A::Value> {
-    result(wait_ns(atomic, pred, Some(clock::after(timeout))))
+    result(wait_ns(atomic, pred, Deadline::after(timeout)))
 }
 
 /// Blocks until `pred` accepts the value of `atomic` or the clock reaches
@@ -375,7 +370,7 @@ pub fn wait_until_deadline<A: Atomic>(
     pred: impl FnMut(A::Value) -> bool,
     deadline: Instant,
 ) -> WaitResult<A::Value> {
-    result(wait_ns(atomic, pred, Some(clock::instant_to_ns(deadline))))
+    result(wait_ns(atomic, pred, Deadline::at(deadline)))
 }
 
 /// Wakes one thread parked on the word at `ptr`, after the caller changed it (with
@@ -446,24 +441,30 @@ fn wake(addr: usize, n: u32) -> usize {
 }
 
 /// The value and outcome of one wait: the first look, the inline spin (untimed
-/// waits on a bucket whose last spin caught the change), then the ladder.
+/// waits on a bucket whose last spin caught the change), then the ladder (none for
+/// a wait whose time was up before it began).
 #[inline(always)]
 fn wait_ns<A: Atomic>(
     atomic: &A,
     mut pred: impl FnMut(A::Value) -> bool,
-    deadline_ns: Option<u64>,
+    deadline: Deadline,
 ) -> Outcome<A::Value> {
     let b = bucket(atomic as *const A as usize);
     let v = atomic.load_acquire();
     if pred(v) {
         return ladder::end(b.stats(), Outcome::before_ladder(v, Ended::Entry));
     }
-    if deadline_ns.is_none() {
-        let caught = b.learning().caught;
-        if let Some(v) = ladder::inline_spin(atomic, caught, &mut pred, &WaitPolicy::new()) {
-            return ladder::end(b.stats(), Outcome::before_ladder(v, Ended::Inline));
+    let deadline_ns = match deadline {
+        Deadline::Passed => return ladder::time_up(v),
+        Deadline::At(ns) => Some(ns),
+        Deadline::Never => {
+            let caught = b.learning().caught;
+            if let Some(v) = ladder::inline_spin(atomic, caught, &mut pred, &WaitPolicy::new()) {
+                return ladder::end(b.stats(), Outcome::before_ladder(v, Ended::Inline));
+            }
+            None
         }
-    }
+    };
     let word = TableWord {
         atomic,
         bucket: b,

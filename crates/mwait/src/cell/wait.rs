@@ -3,10 +3,9 @@
 
 use super::WaitCell;
 use crate::future::{WaitUntil, WaitUntilTimer};
-use crate::ladder::outcome::{Ended, Outcome, WaitResult};
+use crate::ladder::outcome::{Deadline, Ended, Outcome, WaitResult};
 use crate::ladder::{self, Waiter};
 use crate::policy::WaitPolicy;
-use crate::sys::clock;
 use crate::sys::stamp::{self, Point};
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -144,7 +143,9 @@ impl WaitCell {
         self.wait_until(|v| v != old)
     }
 
-    /// Blocks until `pred` accepts the value or `timeout` passes.
+    /// Blocks until `pred` accepts the value or `timeout` passes. A zero timeout is
+    /// one look at the value: it reads no clock, and a miss returns
+    /// [`WaitResult::TimedOut`] at once.
     ///
     /// # Panics
     ///
@@ -164,10 +165,12 @@ impl WaitCell {
         pred: impl FnMut(u32) -> bool,
         timeout: Duration,
     ) -> WaitResult {
-        self.wait_deadline_ns(pred, clock::after(timeout), &self.waiters.policy)
+        self.wait_timed(pred, Deadline::after(timeout), &self.waiters.policy)
     }
 
-    /// Blocks until `pred` accepts the value or the clock reaches `deadline`.
+    /// Blocks until `pred` accepts the value or the clock reaches `deadline`. A
+    /// deadline that has passed makes it one look at the value, as a zero timeout
+    /// does.
     ///
     /// # Panics
     ///
@@ -188,7 +191,7 @@ impl WaitCell {
         pred: impl FnMut(u32) -> bool,
         deadline: Instant,
     ) -> WaitResult {
-        self.wait_deadline_ns(pred, clock::instant_to_ns(deadline), &self.waiters.policy)
+        self.wait_timed(pred, Deadline::at(deadline), &self.waiters.policy)
     }
 
     /// [`wait_until_deadline`](Self::wait_until_deadline) with a per-call policy.
@@ -215,7 +218,7 @@ impl WaitCell {
         deadline: Instant,
         policy: &WaitPolicy,
     ) -> WaitResult {
-        self.wait_deadline_ns(pred, clock::instant_to_ns(deadline), policy)
+        self.wait_timed(pred, Deadline::at(deadline), policy)
     }
 
     /// Blocks while the value equals `old`, at most `timeout`.
@@ -237,21 +240,28 @@ impl WaitCell {
         self.wait_until_timeout(|v| v != old, timeout)
     }
 
+    /// A timed wait: the first look, then the ladder, or nothing more when the time
+    /// was up before the wait began.
     #[inline]
-    fn wait_deadline_ns(
+    fn wait_timed(
         &self,
         mut pred: impl FnMut(u32) -> bool,
-        deadline_ns: u64,
+        deadline: Deadline,
         policy: &WaitPolicy,
     ) -> WaitResult {
         let v = self.load();
+        let stats = &self.waiters.stats;
         if pred(v) {
-            return ladder::end(&self.waiters.stats, Outcome::before_ladder(v, Ended::Entry))
-                .result();
+            return ladder::end(stats, Outcome::before_ladder(v, Ended::Entry)).result();
         }
         // No inline round here: it does not read the clock, and a timed wait keeps
         // the ladder's bound on how far it may run past its deadline (one round).
-        self.climb(pred, Some(deadline_ns), policy).result()
+        match deadline {
+            Deadline::Passed => ladder::time_up(v),
+            Deadline::At(ns) => self.climb(pred, Some(ns), policy),
+            Deadline::Never => self.climb(pred, None, policy),
+        }
+        .result()
     }
 
     /// A future that resolves to the value once `pred` accepts it.

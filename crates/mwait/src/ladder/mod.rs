@@ -58,6 +58,22 @@ pub(crate) fn end<V>(stats: &CellStats, outcome: Outcome<V>) -> Outcome<V> {
     outcome
 }
 
+/// A timed wait whose time was up before it began
+/// ([`Deadline::Passed`](outcome::Deadline::Passed)), its first look having found the
+/// predicate false: it ends timed out, without a clock reading or the climb. Like a
+/// wait whose predicate held at its first look it is a poll, not a wait, and is not
+/// counted: the park tier's timeouts count with a locked add in a process-wide set
+/// (`stats/parks.rs`), noise beside the system call of a wait that parked, but
+/// threads that poll their own parkers would contend on it at every poll. It takes
+/// the thread's notes, as a wait that climbs does in [`Start::decide`], so that a
+/// note meant for the next wait does not pass over this one.
+#[inline(always)]
+pub(crate) fn time_up<V>(value: V) -> Outcome<V> {
+    adapt::take_woke();
+    adapt::take_notified();
+    Outcome::before_ladder(value, Ended::TimedOut)
+}
+
 /// The cell as the ladder sees it.
 #[derive(Copy, Clone)]
 pub(crate) struct Waiter<'a> {

@@ -1,5 +1,45 @@
-//! How a wait ended: [`WaitResult`], what a caller gets, and [`Outcome`], what the
-//! ladder knows of it ([`Ended`]: the tier or the deadline that ended it).
+//! How a wait ends: [`Deadline`], when its time is up, as its entry point knows it;
+//! [`WaitResult`], what a caller gets; and [`Outcome`], what the ladder knows of it
+//! ([`Ended`]: the tier or the deadline that ended it).
+
+use crate::sys::clock;
+use std::time::{Duration, Instant};
+
+/// When a wait's time is up, as its entry point knows it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Deadline {
+    /// Never: an untimed wait.
+    Never,
+    /// At this reading of the monotonic clock (`sys::clock::now_ns`).
+    At(u64),
+    /// Before the wait began (a zero timeout, a deadline already passed): the wait
+    /// is its first look, and does not climb the ladder (`ladder::time_up`). A
+    /// caller that polls with a zero timeout, as async-io's `block_on` does with
+    /// its parker on every turn of its loop, then pays for a load.
+    Passed,
+}
+
+impl Deadline {
+    /// `timeout` from now; a zero timeout reads no clock.
+    #[inline]
+    pub(crate) fn after(timeout: Duration) -> Deadline {
+        if timeout.is_zero() {
+            Deadline::Passed
+        } else {
+            Deadline::At(clock::after(timeout))
+        }
+    }
+
+    /// At `instant`; one that has come already reads no monotonic clock beside
+    /// `Instant::now`.
+    #[inline]
+    pub(crate) fn at(instant: Instant) -> Deadline {
+        match instant.checked_duration_since(Instant::now()) {
+            Some(ahead) if !ahead.is_zero() => Deadline::At(clock::after(ahead)),
+            _ => Deadline::Passed,
+        }
+    }
+}
 
 /// How a timed wait ended.
 ///

@@ -89,7 +89,8 @@ pub struct WaitStats {
     pub hardware: u64,
     /// Waits that ended after a futex park.
     pub park: u64,
-    /// Waits whose deadline passed first.
+    /// Waits whose deadline passed first. A wait whose time was up before it began
+    /// (a zero timeout, a deadline already passed) is a poll and is not counted.
     pub timeout: u64,
     /// Spins taken right after the waiting thread woke a parked partner (the
     /// hand-off spin), however the wait ended.

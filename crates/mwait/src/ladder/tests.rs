@@ -430,3 +430,25 @@ fn the_hardware_tier_sees_a_change_of_the_high_half_of_a_u64() {
     assert_eq!(hw.episodes.get(), 3);
     assert_eq!(stats.snapshot().spurious_hardware, 2);
 }
+
+/// A timed wait whose time is up before it begins (a zero timeout) is its first
+/// look: it ends timed out, is not counted (a poll, as a first look that holds), and
+/// takes the thread's notes as a wait that climbs does, so that they do not reach
+/// the next wait.
+#[test]
+fn a_wait_whose_time_is_up_takes_the_notes_and_is_not_counted() {
+    let cell = crate::WaitCell::new(3);
+    adapt::note_notified();
+    adapt::note_woke(Woke::Partner);
+    let r = cell.wait_until_timeout(|v| v == 4, std::time::Duration::ZERO);
+    assert_eq!(r, WaitResult::TimedOut(3));
+    assert!(!adapt::take_notified(), "the notify note was taken");
+    assert_eq!(adapt::take_woke(), Woke::Nobody, "the wake note was taken");
+    let r = cell.wait_until_timeout(|v| v == 3, std::time::Duration::ZERO);
+    assert_eq!(r, WaitResult::Ready(3));
+    assert_eq!(cell.stats().waits(), 0, "polls are not counted");
+    // A wait that had time to climb is.
+    let r = cell.wait_until_timeout(|v| v == 4, std::time::Duration::from_micros(1));
+    assert_eq!(r, WaitResult::TimedOut(3));
+    assert_eq!((cell.stats().waits(), cell.stats().timeout), (1, 1));
+}

@@ -132,4 +132,35 @@ mod tests {
         assert!(all.windows(2).all(|w| w[0] <= w[1]), "{all:?}");
         assert!(ticks_to_ns(all[POINTS + 1] - all[0]) > 0.0);
     }
+
+    /// A wait with a zero timeout, or one whose deadline has passed, is its first
+    /// look: it passes none of the ladder's points, where a wait with a timeout of
+    /// 1 µs passes the ladder's entry.
+    #[test]
+    fn a_wait_whose_time_is_up_never_reaches_the_ladder() {
+        let points = |wait: fn(&WaitCell) -> bool| {
+            std::thread::spawn(move || {
+                assert!(wait(&WaitCell::new(0)), "the wait timed out");
+                read()
+            })
+            .join()
+            .unwrap()
+        };
+        let zero = |c: &WaitCell| {
+            c.wait_until_timeout(|v| v == 1, Duration::ZERO)
+                .is_timed_out()
+        };
+        let passed = |c: &WaitCell| {
+            let deadline = std::time::Instant::now();
+            c.wait_until_deadline(|v| v == 1, deadline).is_timed_out()
+        };
+        let short = |c: &WaitCell| {
+            let timeout = Duration::from_micros(1);
+            c.wait_until_timeout(|v| v == 1, timeout).is_timed_out()
+        };
+        assert_eq!(points(zero), [0; POINTS]);
+        assert_eq!(points(passed), [0; POINTS]);
+        let ladder = super::Point::Ladder as usize;
+        assert_ne!(points(short)[ladder], 0);
+    }
 }

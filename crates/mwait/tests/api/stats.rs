@@ -38,3 +38,45 @@ fn a_timeout_and_a_park_are_counted_on_the_cell_and_in_the_process() {
     let d = mwait::stats().waits.since(&before);
     assert!(d.timeout >= 1 && d.park >= 1, "{d}");
 }
+
+/// A zero timeout, or a deadline that has passed, is one look at the value (or
+/// values): on a cell, a bare atomic, over several words and on a parker, a miss
+/// returns the value seen, and it is a poll, not a wait: the cell does not count it.
+#[test]
+fn a_wait_whose_time_is_up_is_one_uncounted_look() {
+    use mwait::atomic::{self, Member};
+    use mwait::WaitResult;
+    use std::sync::atomic::{AtomicU32, AtomicU64};
+
+    let (a, b) = (AtomicU64::new(5), AtomicU32::new(1));
+    assert_eq!(
+        atomic::wait_timeout(&a, 5, Duration::ZERO),
+        WaitResult::TimedOut(5)
+    );
+    assert_eq!(
+        atomic::wait_until_timeout(&a, |v| v > 5, Duration::ZERO),
+        WaitResult::TimedOut(5)
+    );
+    let m = [Member::atomic(&b, 1), Member::atomic_u64(&a, 5)];
+    assert_eq!(
+        atomic::wait_any_timeout(&m, Duration::ZERO),
+        WaitResult::TimedOut((0, 1))
+    );
+    let past = std::time::Instant::now();
+    assert_eq!(atomic::wait_deadline(&a, 5, past), WaitResult::TimedOut(5));
+    let p = mwait::Parker::new();
+    assert!(!p.park_timeout(Duration::ZERO), "no token yet");
+    assert!(!p.park_deadline(past), "no token, the deadline passed");
+    p.unpark();
+    assert!(p.park_timeout(Duration::ZERO), "the token is taken at once");
+    let cell = WaitCell::new(2);
+    assert_eq!(
+        cell.wait_until_timeout(|v| v == 1, Duration::ZERO),
+        WaitResult::TimedOut(2)
+    );
+    assert_eq!(
+        cell.wait_until_deadline(|v| v == 1, past),
+        WaitResult::TimedOut(2)
+    );
+    assert_eq!(cell.stats().waits(), 0, "{}", cell.stats());
+}
