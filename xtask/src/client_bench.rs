@@ -126,6 +126,13 @@ const EXAMPLE: &str = "mwait_clients_bench";
 /// Runs `rounds` rounds of each client's program (or of `only`'s) and appends their
 /// parts, with their targets, to `report`.
 pub fn run(rounds: usize, report: &Path, only: Option<&str>) -> Res {
+    if let Some(name) = only.filter(|n| !BENCHES.iter().any(|b| b.client == *n)) {
+        let names: Vec<_> = BENCHES.iter().map(|b| b.client).collect();
+        return Err(format!(
+            "no bench program for the client `{name}` (there are: {})",
+            names.join(", ")
+        ));
+    }
     for bench in BENCHES
         .iter()
         .filter(|b| only.map_or(true, |c| c == b.client))
