@@ -3,7 +3,7 @@
 //! starts in fresh processes) and leaves `target/mwait-bench/report.md`,
 //! `summary.json`, `pingpong.svg` and `latency_cpu.svg`, then appends the parts of
 //! the clients section on patched clients (`client_bench.rs`: two builds each of
-//! rayon-core and tokio, run in turns). `--quick` takes about two minutes;
+//! rayon-core, tokio and async-io, run in turns). `--quick` takes about two minutes;
 //! the full run about ten (and a few minutes of the clients). `cargo xtask bench
 //! --client NAME [ROUNDS]` runs only that client's part (13 rounds unless told) and
 //! appends it to `target/mwait-bench/NAME.md`; `--rayon [ROUNDS]` is rayon-core's,

@@ -1,7 +1,9 @@
 //! The bench report's parts on patched clients: rayon-core 1.13.0 and tokio 1.54.1
 //! as published against the same releases with their patches under
 //! `integrations/` (rayon-core: a `WaitCell` per sleeping worker; tokio: its
-//! `block_on` parker and its workers' condvar park on a `WaitCell`).
+//! `block_on` parker and its workers' condvar park on a `WaitCell`), and async-io
+//! 2.6.0 as published, built once with `parking` and once with the `parking`
+//! drop-in in its place.
 //!
 //! The two sides of a client cannot share a process (one crate name, two sources),
 //! so each side is a small program (`xtask/bench-programs/`) built as an example of
@@ -112,6 +114,30 @@ const BENCHES: &[ClientBench] = &[
             },
         ],
     },
+    ClientBench {
+        client: "async-io",
+        patch: "integrations/parking",
+        features: &[],
+        program: include_str!("../bench-programs/async_io.rs"),
+        heading: "async-io's `block_on` on the `parking` drop-in",
+        what: "async-io's `block_on` on the calling thread, which polls its parker \
+               with a zero timeout on every turn of its loop and once more at the \
+               end: of a future that is ready at once, and of one that yields once \
+               (it wakes itself, and the loop turns again). Each the median of 9 runs \
+               of 200000 calls, after one call that makes the thread's parker.",
+        measures: &[
+            Measure {
+                key: "ready_ns",
+                label: "async-io block_on of a ready future",
+                target: Some(1.1),
+            },
+            Measure {
+                key: "yield_ns",
+                label: "async-io block_on of a future that yields once",
+                target: None,
+            },
+        ],
+    },
 ];
 
 /// The programs' `cpu` module: the CPU time of the process's threads.
@@ -188,7 +214,7 @@ fn run_one(bench: &ClientBench, rounds: usize) -> Res<String> {
     writeln!(
         md,
         "\n## Clients: {} (`cargo xtask bench`)\n\n\
-         {} {version} as published against `{}`, each a program of its own run in \
+         {} {version} as published and on mwait (`{}`), each a program of its own run in \
          turns ({rounds} rounds, the first side alternating). {}\n\n\
          | measure | stock | mwait | mwait / stock (range) |\n| --- | ---: | ---: | ---: |",
         bench.heading, bench.client, bench.patch, bench.what
