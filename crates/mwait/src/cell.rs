@@ -391,9 +391,9 @@ impl WaitCell {
     /// tier, the hardware tier, a park or a timeout, the hand-off spins and their
     /// successes, the spurious hardware returns. A wait whose predicate held at the
     /// first look is not counted, nor one whose time was up before it began (a zero
-    /// timeout, a deadline already passed). The counters are 32-bit per cell (they wrap after
-    /// 2^32 waits); [`stats`](crate::stats()) has the process's 64-bit totals and the
-    /// estimates.
+    /// timeout, a deadline already passed). The counters are 32-bit per cell (they
+    /// wrap after 2^32 waits); [`stats`](crate::stats()) has the process's 64-bit
+    /// totals and the estimates.
     ///
     /// # Examples
     ///
