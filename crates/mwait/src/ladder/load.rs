@@ -24,9 +24,31 @@
 //! at most every [`LOAD_CHECK_INTERVAL_NS`] and acted on after [`OVER_READINGS`]
 //! readings in a row. These are heuristics, not protocol: relaxed std atomics, racy
 //! read-modify-write is fine, and loom does not track them.
+//!
+//! # A reading is taken once it pays
+//!
+//! A reading costs what it costs on this machine, measured on each one: a `pread`
+//! after an idle spell runs on cold caches, 3–19 µs of CPU on the 2-vCPU guest
+//! (`docs/default-policy.md`, "The load reading"), up to four times the spin budget
+//! it guards there. What it guards is the spins of the next interval, the ones that
+//! would burn a CPU an oversubscribed machine needs. So while the last reading allows
+//! spinning, a stale one is refreshed by the spin tier only once the spins that
+//! asked within one interval would together have cost a reading
+//! ([`looks_per_reading`]: the last reading's cost over the budget of the spin and
+//! the hardware wait it guards, at least 1, at most [`READING_LOOKS_MAX`]); the
+//! spins before it go ahead on the stale reading. A process whose waits spin rarely
+//! (a consumer fed every millisecond, whose cells spin on their first wait and then
+//! on a probe every 32 or more waits) then reads the run queue only where its spins
+//! bunch up, where nearly each of them paid a reading of several times its own
+//! cost, and the CPU its unguarded spins can burn in an interval stays below one
+//! reading's: fewer budgets than a reading costs. Where readings cost less than a
+//! budget (bare metal, the first reading, which has no cost measured yet), every
+//! stale look reads, as always. A last reading that says no is refreshed at the
+//! first stale look, so that a no cannot stick.
 
 use crate::detect::Capabilities;
 use crate::sys;
+use crate::sys::clock::now_ns;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
 /// How often the run-queue length is re-read, at most: often enough to follow a
@@ -43,10 +65,26 @@ pub(crate) const LOAD_CHECK_INTERVAL_NS: u64 = 100_000_000;
 /// 100–200 ms, and one reading without it turns spinning back on.
 const OVER_READINGS: u32 = 2;
 
-static LOAD_CHECKED_NS: AtomicU64 = AtomicU64::new(0);
-/// Consecutive readings that showed more runnable threads than CPUs, up to
-/// [`OVER_READINGS`].
-static OVER_STREAK: AtomicU32 = AtomicU32::new(0);
+/// The most stale looks of the spin tier before a reading, however much one costs:
+/// the bound on the spins that go ahead on a stale reading in one interval.
+const READING_LOOKS_MAX: u32 = 8;
+
+/// The gate's state, in one line: the process's is [`GATE`], the tests make their own.
+struct Gate {
+    /// When the run queue was last read (ns; 0: never).
+    checked_ns: AtomicU64,
+    /// Consecutive readings that showed more runnable threads than CPUs, up to
+    /// [`OVER_READINGS`].
+    over_streak: AtomicU32,
+    /// The stale looks that have not read yet: how many...
+    looks: AtomicU32,
+    /// ...and when the first of them came (0: none).
+    looks_since_ns: AtomicU64,
+    /// What the last reading took on the monotonic clock (ns; 0: none taken yet).
+    reading_ns: AtomicU64,
+}
+
+static GATE: Gate = Gate::new();
 
 /// Whether spinning could help, from the last reading of the run queue (no clock,
 /// no refresh): what a wait uses to start spinning at once. The caller refreshes the
@@ -54,14 +92,66 @@ static OVER_STREAK: AtomicU32 = AtomicU32::new(0);
 /// before it parks when this says no (so that the answer cannot stick).
 #[inline]
 pub(crate) fn last_reading_allows_spin() -> bool {
-    OVER_STREAK.load(Relaxed) < OVER_READINGS
+    GATE.allows()
 }
 
 /// Whether spinning can help now (`now` from the monotonic clock): the machine is
 /// not oversubscribed. Re-reads the run queue if the last reading is older than
 /// [`LOAD_CHECK_INTERVAL_NS`].
 pub(crate) fn allows_spin_now(now: u64) -> bool {
-    !oversubscribed(Capabilities::for_waits().usable_cpus, now)
+    GATE.allows_at(now, None, &machine())
+}
+
+/// [`allows_spin_now`] for a spin that has begun and may be followed by a hardware
+/// wait, `budget_ns` the two budgets together: a stale reading that allows spinning
+/// is refreshed only once it pays (see the module docs).
+pub(crate) fn allows_spin_of(now: u64, budget_ns: u64) -> bool {
+    GATE.allows_at(now, Some(budget_ns), &machine())
+}
+
+/// What a reading reads: the process's CPUs, the run queue and the clock.
+struct Machine<R, C> {
+    cpus: usize,
+    running: R,
+    clock: C,
+}
+
+/// This machine's [`Machine`].
+fn machine() -> Machine<impl Fn() -> Option<usize>, impl Fn() -> u64> {
+    Machine {
+        cpus: Capabilities::for_waits().usable_cpus,
+        running: sys::running_threads,
+        clock: now_ns,
+    }
+}
+
+/// How many stale looks of spins of `budget_ns` make a reading that costs
+/// `reading_ns` pay: the readings' cost over the budget, rounded up, at least 1
+/// (also while no reading has been timed) and at most [`READING_LOOKS_MAX`].
+fn looks_per_reading(reading_ns: u64, budget_ns: u64) -> u32 {
+    let n = reading_ns.div_ceil(budget_ns.max(1));
+    u32::try_from(n)
+        .unwrap_or(u32::MAX)
+        .clamp(1, READING_LOOKS_MAX)
+}
+
+/// The stale looks after one more at `now` (`since`: when the first of the pending
+/// ones came, 0 for none; `looks`: how many), when `needed` make a reading pay.
+/// Returns the looks left pending, `(since, looks)`, and whether this one reads;
+/// looks older than an interval are forgotten, so that spins rarer than
+/// `needed` per interval never read.
+fn next_looks(since: u64, looks: u32, now: u64, needed: u32) -> ((u64, u32), bool) {
+    let looks = if since == 0 || now.saturating_sub(since) >= LOAD_CHECK_INTERVAL_NS {
+        1
+    } else {
+        looks.saturating_add(1)
+    };
+    if looks >= needed {
+        ((0, 0), true)
+    } else {
+        let since = if looks == 1 { now.max(1) } else { since };
+        ((since, looks), false)
+    }
 }
 
 /// The streak after a reading: `running` runnable threads (None: unreadable) on
@@ -73,22 +163,69 @@ fn next_streak(streak: u32, running: Option<usize>, cpus: usize) -> u32 {
     }
 }
 
-/// Whether more threads are runnable than there are CPUs (the reading thread counts
-/// itself), in [`OVER_READINGS`] readings in a row.
-fn oversubscribed(cpus: usize, now: u64) -> bool {
-    let last = LOAD_CHECKED_NS.load(Relaxed);
-    if now.saturating_sub(last) >= LOAD_CHECK_INTERVAL_NS
-        && LOAD_CHECKED_NS
-            .compare_exchange(last, now, Relaxed, Relaxed)
-            .is_ok()
-    {
-        let running = sys::running_threads();
-        OVER_STREAK.store(
-            next_streak(OVER_STREAK.load(Relaxed), running, cpus),
-            Relaxed,
-        );
+impl Gate {
+    const fn new() -> Gate {
+        Gate {
+            checked_ns: AtomicU64::new(0),
+            over_streak: AtomicU32::new(0),
+            looks: AtomicU32::new(0),
+            looks_since_ns: AtomicU64::new(0),
+            reading_ns: AtomicU64::new(0),
+        }
     }
-    !last_reading_allows_spin()
+
+    /// Whether the last reading allows spinning.
+    #[inline]
+    fn allows(&self) -> bool {
+        self.over_streak.load(Relaxed) < OVER_READINGS
+    }
+
+    /// Whether a stale reading is to be refreshed now: always for a look that
+    /// guards no spin of its own (`budget_ns` `None`) and when the last reading
+    /// said no; else when this look makes a reading pay ([`next_looks`]).
+    fn reading_pays(&self, now: u64, budget_ns: Option<u64>) -> bool {
+        let Some(budget_ns) = budget_ns.filter(|_| self.allows()) else {
+            return true;
+        };
+        let needed = looks_per_reading(self.reading_ns.load(Relaxed), budget_ns);
+        let ((since, looks), read) = next_looks(
+            self.looks_since_ns.load(Relaxed),
+            self.looks.load(Relaxed),
+            now,
+            needed,
+        );
+        self.looks_since_ns.store(since, Relaxed);
+        self.looks.store(looks, Relaxed);
+        read
+    }
+
+    /// Whether spinning can help at `now`: not more threads runnable than there are
+    /// CPUs (the reading thread counts itself) in [`OVER_READINGS`] readings in a
+    /// row. A reading older than [`LOAD_CHECK_INTERVAL_NS`] is refreshed where
+    /// [`Gate::reading_pays`] for a spin of `budget_ns`; the refresh is timed.
+    fn allows_at<R, C>(&self, now: u64, budget_ns: Option<u64>, m: &Machine<R, C>) -> bool
+    where
+        R: Fn() -> Option<usize>,
+        C: Fn() -> u64,
+    {
+        let last = self.checked_ns.load(Relaxed);
+        if now.saturating_sub(last) >= LOAD_CHECK_INTERVAL_NS
+            && self.reading_pays(now, budget_ns)
+            && self
+                .checked_ns
+                .compare_exchange(last, now, Relaxed, Relaxed)
+                .is_ok()
+        {
+            let running = (m.running)();
+            let end = (m.clock)().max(now);
+            self.reading_ns.store((end - now).max(1), Relaxed);
+            self.over_streak.store(
+                next_streak(self.over_streak.load(Relaxed), running, m.cpus),
+                Relaxed,
+            );
+        }
+        self.allows()
+    }
 }
 
 #[cfg(test)]
@@ -110,5 +247,132 @@ mod tests {
         assert_eq!(next_streak(s, Some(1), cpus), 0);
         // An unreadable /proc/loadavg never stops spinning.
         assert_eq!(next_streak(s, None, cpus), 0);
+    }
+
+    #[test]
+    fn a_reading_pays_after_as_many_spins_as_it_costs_budgets() {
+        // None timed yet, or cheaper than one budget: every stale look reads.
+        assert_eq!(looks_per_reading(0, 5_000), 1);
+        assert_eq!(looks_per_reading(2_000, 5_000), 1);
+        assert_eq!(looks_per_reading(5_000, 5_000), 1);
+        // 18 µs against a 5 µs budget: the fourth look reads.
+        assert_eq!(looks_per_reading(18_000, 5_000), 4);
+        // A reading that was preempted, a budget of 0: never more than the bound.
+        assert_eq!(looks_per_reading(10_000_000, 5_000), READING_LOOKS_MAX);
+        assert_eq!(looks_per_reading(1, 0), 1);
+        assert_eq!(looks_per_reading(u64::MAX, 0), READING_LOOKS_MAX);
+    }
+
+    /// Spins that asked `needed` times within one interval read; spins spread more
+    /// thinly never do. `gap_ms` between looks, 100 looks; the reads.
+    fn reads(needed: u32, gap_ms: u64) -> usize {
+        let (mut pending, mut n) = ((0, 0), 0);
+        for i in 1..=100u64 {
+            let (next, read) = next_looks(pending.0, pending.1, i * gap_ms * 1_000_000, needed);
+            pending = next;
+            n += usize::from(read);
+        }
+        n
+    }
+
+    /// A machine of 2 CPUs whose run queue holds `running` threads, whose readings
+    /// each take `reading_ns` by a clock that `now` sets, and that counts them.
+    struct Fake {
+        running: usize,
+        reading_ns: u64,
+        now: std::cell::Cell<u64>,
+        reads: std::cell::Cell<u32>,
+    }
+
+    impl Fake {
+        fn new(running: usize, reading_ns: u64) -> Fake {
+            Fake {
+                running,
+                reading_ns,
+                now: std::cell::Cell::new(0),
+                reads: std::cell::Cell::new(0),
+            }
+        }
+
+        /// A look of a spin of `budget_ns` (`None`: a look that guards none) at
+        /// `at` ns: whether it allows spinning.
+        fn look(&self, gate: &Gate, at: u64, budget_ns: Option<u64>) -> bool {
+            self.now.set(at);
+            let m = Machine {
+                cpus: 2,
+                running: || {
+                    self.reads.set(self.reads.get() + 1);
+                    self.now.set(self.now.get() + self.reading_ns);
+                    Some(self.running)
+                },
+                clock: || self.now.get(),
+            };
+            gate.allows_at(at, budget_ns, &m)
+        }
+    }
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn stale_readings_that_allow_spinning_are_refreshed_once_they_pay() {
+        let gate = Gate::new();
+        let quiet = Fake::new(1, 15_000);
+        // The first reading of the process is taken at once, and timed.
+        assert!(quiet.look(&gate, 1_000 * MS, Some(5_000)));
+        assert_eq!(gate.reading_ns.load(Relaxed), 15_000);
+        // A fresh reading is not refreshed.
+        assert!(quiet.look(&gate, 1_050 * MS, Some(5_000)));
+        assert_eq!(quiet.reads.get(), 1);
+        // 15 µs against 5 µs spins: the third look within an interval reads.
+        let t = 1_200 * MS;
+        assert!(quiet.look(&gate, t, Some(5_000)));
+        assert!(quiet.look(&gate, t + MS, Some(5_000)));
+        assert_eq!(quiet.reads.get(), 1);
+        assert!(quiet.look(&gate, t + 2 * MS, Some(5_000)));
+        assert_eq!(quiet.reads.get(), 2);
+        // Spins 60 ms apart (two in an interval, not three) never make it pay; a look
+        // that guards no spin reads.
+        for k in 1..=17 {
+            let _ = quiet.look(&gate, t + 200 * MS + k * 60 * MS, Some(5_000));
+        }
+        assert_eq!(quiet.reads.get(), 2);
+        let _ = quiet.look(&gate, t + 1_300 * MS, None);
+        assert_eq!(quiet.reads.get(), 3);
+        // Spins whose budget (with a hardware wait) outweighs the reading: every
+        // stale look reads.
+        let _ = quiet.look(&gate, t + 1_500 * MS, Some(50_000));
+        assert_eq!(quiet.reads.get(), 4);
+    }
+
+    #[test]
+    fn a_reading_that_says_no_is_refreshed_at_the_first_stale_look() {
+        let gate = Gate::new();
+        let busy = Fake::new(5, 15_000);
+        let _ = busy.look(&gate, 1_000 * MS, None);
+        assert!(
+            !busy.look(&gate, 1_100 * MS, None),
+            "two busy readings in a row stop the spinning"
+        );
+        // However costly readings are, the next stale look reads, and one quiet
+        // reading turns spinning back on.
+        let quiet = Fake::new(1, 15_000);
+        assert!(quiet.look(&gate, 1_200 * MS, Some(1_000)));
+        assert_eq!(quiet.reads.get(), 1);
+    }
+
+    #[test]
+    fn spins_rarer_than_a_reading_s_worth_per_interval_never_read() {
+        // A probe every 40 ms against a reading worth 4 spins: never.
+        assert_eq!(reads(4, 40), 0);
+        // Every 20 ms: the fourth of each run of four reads.
+        assert_eq!(reads(4, 20), 25);
+        // A reading worth one spin or less: every look reads.
+        assert_eq!(reads(1, 200), 100);
+        // A busy spinner (a look every µs) reads at its fourth.
+        let first = next_looks(0, 0, 1_000, 4);
+        let second = next_looks(first.0 .0, first.0 .1, 2_000, 4);
+        let third = next_looks(second.0 .0, second.0 .1, 3_000, 4);
+        assert_eq!((first.1, second.1, third.1), (false, false, false));
+        assert_eq!(next_looks(third.0 .0, third.0 .1, 4_000, 4), ((0, 0), true));
     }
 }

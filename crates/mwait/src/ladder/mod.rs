@@ -488,7 +488,8 @@ fn spin_tier<'a, W: Word<'a>>(
         // the spin began: a spin may last one round (LOADS_PER_CLOCK_READ pauses)
         // longer than its budget, as its end may already overshoot.
         let now = now_ns();
-        if c.pol.adaptive && !c.caught && !c.handoff && !load::allows_spin_now(now) {
+        let guarded_ns = c.spin_ns.saturating_add(c.pol.hw_ns);
+        if c.pol.adaptive && !c.caught && !c.handoff && !load::allows_spin_of(now, guarded_ns) {
             // The fresh reading says the CPUs are needed: stop, and do not count this
             // as a failed spin.
             c.can_help = false;
