@@ -16,7 +16,10 @@
 //!   offered at all.
 //! - **The cost of one spin round**: [`LOADS_PER_CLOCK_READ`] loads and pauses plus
 //!   one clock read, from the clock readings the spin tier makes anyway: the time
-//!   between its first and last reading over the rounds in between. Each thread
+//!   between its first and last reading over the rounds in between. Where the
+//!   run-queue gate reads `/proc/loadavg` between the spin's first clock reading and
+//!   its rounds (`load.rs`), the rounds count from the end of that reading, which
+//!   would otherwise pass for one round of several µs. Each thread
 //!   offers one spin in [`SPIN_SAMPLE_EVERY`], so that a ping-pong that spins on
 //!   every wait does not write the process-wide line on every wait.
 //!

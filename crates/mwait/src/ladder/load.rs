@@ -98,14 +98,16 @@ pub(crate) fn last_reading_allows_spin() -> bool {
 /// Whether spinning can help now (`now` from the monotonic clock): the machine is
 /// not oversubscribed. Re-reads the run queue if the last reading is older than
 /// [`LOAD_CHECK_INTERVAL_NS`].
-pub(crate) fn allows_spin_now(now: u64) -> bool {
-    GATE.allows_at(now, None, &machine())
+pub(crate) fn allows_spin_now(mut now: u64) -> bool {
+    GATE.allows_at(&mut now, None, &machine())
 }
 
 /// [`allows_spin_now`] for a spin that has begun and may be followed by a hardware
 /// wait, `budget_ns` the two budgets together: a stale reading that allows spinning
-/// is refreshed only once it pays (see the module docs).
-pub(crate) fn allows_spin_of(now: u64, budget_ns: u64) -> bool {
+/// is refreshed only once it pays (see the module docs). Where it reads, `now`
+/// becomes the time the reading ended, so that the spin's budget, and the spin
+/// rounds it measures, start after the reading, not before it.
+pub(crate) fn allows_spin_of(now: &mut u64, budget_ns: u64) -> bool {
     GATE.allows_at(now, Some(budget_ns), &machine())
 }
 
@@ -202,23 +204,25 @@ impl Gate {
     /// Whether spinning can help at `now`: not more threads runnable than there are
     /// CPUs (the reading thread counts itself) in [`OVER_READINGS`] readings in a
     /// row. A reading older than [`LOAD_CHECK_INTERVAL_NS`] is refreshed where
-    /// [`Gate::reading_pays`] for a spin of `budget_ns`; the refresh is timed.
-    fn allows_at<R, C>(&self, now: u64, budget_ns: Option<u64>, m: &Machine<R, C>) -> bool
+    /// [`Gate::reading_pays`] for a spin of `budget_ns`; the refresh is timed, and
+    /// `now` moved to its end.
+    fn allows_at<R, C>(&self, now: &mut u64, budget_ns: Option<u64>, m: &Machine<R, C>) -> bool
     where
         R: Fn() -> Option<usize>,
         C: Fn() -> u64,
     {
         let last = self.checked_ns.load(Relaxed);
         if now.saturating_sub(last) >= LOAD_CHECK_INTERVAL_NS
-            && self.reading_pays(now, budget_ns)
+            && self.reading_pays(*now, budget_ns)
             && self
                 .checked_ns
-                .compare_exchange(last, now, Relaxed, Relaxed)
+                .compare_exchange(last, *now, Relaxed, Relaxed)
                 .is_ok()
         {
             let running = (m.running)();
-            let end = (m.clock)().max(now);
-            self.reading_ns.store((end - now).max(1), Relaxed);
+            let end = (m.clock)().max(*now);
+            self.reading_ns.store((end - *now).max(1), Relaxed);
+            *now = end;
             self.over_streak.store(
                 next_streak(self.over_streak.load(Relaxed), running, m.cpus),
                 Relaxed,
@@ -295,8 +299,8 @@ mod tests {
         }
 
         /// A look of a spin of `budget_ns` (`None`: a look that guards none) at
-        /// `at` ns: whether it allows spinning.
-        fn look(&self, gate: &Gate, at: u64, budget_ns: Option<u64>) -> bool {
+        /// `at` ns: whether it allows spinning, and when the spin's budget starts.
+        fn look(&self, gate: &Gate, at: u64, budget_ns: Option<u64>) -> (bool, u64) {
             self.now.set(at);
             let m = Machine {
                 cpus: 2,
@@ -307,28 +311,46 @@ mod tests {
                 },
                 clock: || self.now.get(),
             };
-            gate.allows_at(at, budget_ns, &m)
+            let mut now = at;
+            let allows = gate.allows_at(&mut now, budget_ns, &m);
+            (allows, now)
         }
     }
 
     const MS: u64 = 1_000_000;
 
     #[test]
-    fn stale_readings_that_allow_spinning_are_refreshed_once_they_pay() {
+    fn a_spin_s_budget_starts_after_the_reading_it_waited_for() {
         let gate = Gate::new();
         let quiet = Fake::new(1, 15_000);
         // The first reading of the process is taken at once, and timed.
-        assert!(quiet.look(&gate, 1_000 * MS, Some(5_000)));
+        assert_eq!(
+            quiet.look(&gate, 1_000 * MS, Some(5_000)),
+            (true, 1_000 * MS + 15_000)
+        );
         assert_eq!(gate.reading_ns.load(Relaxed), 15_000);
-        // A fresh reading is not refreshed.
-        assert!(quiet.look(&gate, 1_050 * MS, Some(5_000)));
+        // A fresh reading: no refresh, and the spin starts where it was.
+        assert_eq!(
+            quiet.look(&gate, 1_050 * MS, Some(5_000)),
+            (true, 1_050 * MS)
+        );
         assert_eq!(quiet.reads.get(), 1);
+    }
+
+    #[test]
+    fn stale_readings_that_allow_spinning_are_refreshed_once_they_pay() {
+        let gate = Gate::new();
+        let quiet = Fake::new(1, 15_000);
+        let _ = quiet.look(&gate, 1_000 * MS, None);
         // 15 µs against 5 µs spins: the third look within an interval reads.
         let t = 1_200 * MS;
-        assert!(quiet.look(&gate, t, Some(5_000)));
-        assert!(quiet.look(&gate, t + MS, Some(5_000)));
+        assert_eq!(quiet.look(&gate, t, Some(5_000)), (true, t));
+        assert_eq!(quiet.look(&gate, t + MS, Some(5_000)), (true, t + MS));
         assert_eq!(quiet.reads.get(), 1);
-        assert!(quiet.look(&gate, t + 2 * MS, Some(5_000)));
+        assert_eq!(
+            quiet.look(&gate, t + 2 * MS, Some(5_000)),
+            (true, t + 2 * MS + 15_000)
+        );
         assert_eq!(quiet.reads.get(), 2);
         // Spins 60 ms apart (two in an interval, not three) never make it pay; a look
         // that guards no spin reads.
@@ -349,14 +371,15 @@ mod tests {
         let gate = Gate::new();
         let busy = Fake::new(5, 15_000);
         let _ = busy.look(&gate, 1_000 * MS, None);
-        assert!(
-            !busy.look(&gate, 1_100 * MS, None),
-            "two busy readings in a row stop the spinning"
-        );
+        let (allows, _) = busy.look(&gate, 1_100 * MS, None);
+        assert!(!allows, "two busy readings in a row stop the spinning");
         // However costly readings are, the next stale look reads, and one quiet
         // reading turns spinning back on.
         let quiet = Fake::new(1, 15_000);
-        assert!(quiet.look(&gate, 1_200 * MS, Some(1_000)));
+        assert_eq!(
+            quiet.look(&gate, 1_200 * MS, Some(1_000)),
+            (true, 1_200 * MS + 15_000)
+        );
         assert_eq!(quiet.reads.get(), 1);
     }
 

@@ -485,11 +485,13 @@ fn spin_tier<'a, W: Word<'a>>(
     let mut hit = spin::spin_round(word, &mut *pred, c.pol.spin_pause);
     if hit.is_none() {
         // The budget counts from this first clock reading, one round of loads after
-        // the spin began: a spin may last one round (LOADS_PER_CLOCK_READ pauses)
+        // the spin began, or from the end of a reading of the run queue that the
+        // gate takes here: a spin may last one round (LOADS_PER_CLOCK_READ pauses)
         // longer than its budget, as its end may already overshoot.
-        let now = now_ns();
+        let mut now = now_ns();
         let guarded_ns = c.spin_ns.saturating_add(c.pol.hw_ns);
-        if c.pol.adaptive && !c.caught && !c.handoff && !load::allows_spin_of(now, guarded_ns) {
+        if c.pol.adaptive && !c.caught && !c.handoff && !load::allows_spin_of(&mut now, guarded_ns)
+        {
             // The fresh reading says the CPUs are needed: stop, and do not count this
             // as a failed spin.
             c.can_help = false;
