@@ -42,9 +42,12 @@
 //! bunch up, where nearly each of them paid a reading of several times its own
 //! cost, and the CPU its unguarded spins can burn in an interval stays below one
 //! reading's: fewer budgets than a reading costs. Where readings cost less than a
-//! budget (bare metal, the first reading, which has no cost measured yet), every
-//! stale look reads, as always. A last reading that says no is refreshed at the
-//! first stale look, so that a no cannot stick.
+//! budget (bare metal), every stale look reads. Until a first reading has been
+//! timed its cost is taken to be the most, so a process reads the run queue (and
+//! opens `/proc/loadavg`) only once it has spun [`READING_LOOKS_MAX`] times within
+//! one interval: one whose waits rarely spin never does, and one that spins often
+//! reads within microseconds of its first spins. A last reading that says no is
+//! refreshed at the first stale look, so that a no cannot stick.
 
 use crate::detect::Capabilities;
 use crate::sys;
@@ -128,9 +131,13 @@ fn machine() -> Machine<impl Fn() -> Option<usize>, impl Fn() -> u64> {
 }
 
 /// How many stale looks of spins of `budget_ns` make a reading that costs
-/// `reading_ns` pay: the readings' cost over the budget, rounded up, at least 1
-/// (also while no reading has been timed) and at most [`READING_LOOKS_MAX`].
+/// `reading_ns` pay: the readings' cost over the budget, rounded up, at least 1 and
+/// at most [`READING_LOOKS_MAX`], the most while no reading has been timed
+/// (`reading_ns` 0).
 fn looks_per_reading(reading_ns: u64, budget_ns: u64) -> u32 {
+    if reading_ns == 0 {
+        return READING_LOOKS_MAX;
+    }
     let n = reading_ns.div_ceil(budget_ns.max(1));
     u32::try_from(n)
         .unwrap_or(u32::MAX)
@@ -255,8 +262,10 @@ mod tests {
 
     #[test]
     fn a_reading_pays_after_as_many_spins_as_it_costs_budgets() {
-        // None timed yet, or cheaper than one budget: every stale look reads.
-        assert_eq!(looks_per_reading(0, 5_000), 1);
+        // None timed yet: taken to cost the most.
+        assert_eq!(looks_per_reading(0, 5_000), READING_LOOKS_MAX);
+        assert_eq!(looks_per_reading(0, u64::MAX), READING_LOOKS_MAX);
+        // Cheaper than one budget: every stale look reads.
         assert_eq!(looks_per_reading(2_000, 5_000), 1);
         assert_eq!(looks_per_reading(5_000, 5_000), 1);
         // 18 µs against a 5 µs budget: the fourth look reads.
@@ -323,18 +332,37 @@ mod tests {
     fn a_spin_s_budget_starts_after_the_reading_it_waited_for() {
         let gate = Gate::new();
         let quiet = Fake::new(1, 15_000);
-        // The first reading of the process is taken at once, and timed.
+        let _ = quiet.look(&gate, 1_000 * MS, None);
+        assert_eq!(gate.reading_ns.load(Relaxed), 15_000, "timed");
+        // A stale reading that a spin of 50 µs refreshes: the spin starts after it.
         assert_eq!(
-            quiet.look(&gate, 1_000 * MS, Some(5_000)),
-            (true, 1_000 * MS + 15_000)
+            quiet.look(&gate, 1_200 * MS, Some(50_000)),
+            (true, 1_200 * MS + 15_000)
         );
-        assert_eq!(gate.reading_ns.load(Relaxed), 15_000);
         // A fresh reading: no refresh, and the spin starts where it was.
         assert_eq!(
-            quiet.look(&gate, 1_050 * MS, Some(5_000)),
-            (true, 1_050 * MS)
+            quiet.look(&gate, 1_250 * MS, Some(50_000)),
+            (true, 1_250 * MS)
         );
+        assert_eq!(quiet.reads.get(), 2);
+    }
+
+    #[test]
+    fn a_process_reads_the_run_queue_once_its_spins_need_it() {
+        // Spins 20 ms apart, five in an interval: never a reading.
+        let gate = Gate::new();
+        let quiet = Fake::new(1, 15_000);
+        for k in 1..=50 {
+            assert!(quiet.look(&gate, k * 20 * MS, Some(5_000)).0);
+        }
+        assert_eq!(quiet.reads.get(), 0);
+        // Spins 1 µs apart: the eighth reads, and the reading is timed.
+        let gate = Gate::new();
+        for k in 1..=u64::from(READING_LOOKS_MAX) {
+            let _ = quiet.look(&gate, 1_000 * MS + k * 1_000, Some(5_000));
+        }
         assert_eq!(quiet.reads.get(), 1);
+        assert_eq!(gate.reading_ns.load(Relaxed), 15_000);
     }
 
     #[test]
