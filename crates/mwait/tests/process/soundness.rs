@@ -14,10 +14,10 @@
 #![cfg(target_os = "linux")]
 
 use crate::support::{
-    armed_futures, counting_waker, is_child, no_hang, poll_with, run_child, ChildOutcome, NEVER,
+    armed_futures, assert_child_succeeded, counting_waker, is_child, no_hang, poll_with, run_child,
+    NEVER,
 };
 use mwait::{Backend, WaitCell, WaitPolicy, WaitResult};
-use std::os::unix::process::ExitStatusExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -33,26 +33,6 @@ const PARK_AT_ONCE: WaitPolicy = WaitPolicy::new().backend(Backend::Futex);
 fn serial() -> MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Fails with the child's status and output unless it exited with status 0.
-fn assert_child_succeeded(out: &ChildOutcome) {
-    match out.status {
-        // A name the harness does not know would select no test and exit 0.
-        Some(s) if s.success() => assert!(
-            out.output.contains("test result: ok. 1 passed"),
-            "the child ran no test:\n{}",
-            out.output
-        ),
-        Some(s) => match s.signal() {
-            Some(sig) => panic!("the child died of signal {sig}:\n{}", out.output),
-            None => panic!("the child failed with {s}:\n{}", out.output),
-        },
-        None => panic!(
-            "the child hung (killed after its time limit):\n{}",
-            out.output
-        ),
-    }
 }
 
 /// Whether this process is the child of test `name`, which then runs the test's

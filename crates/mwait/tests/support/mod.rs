@@ -1,8 +1,8 @@
 //! Helpers shared by the integration tests (a module of `api`, `process`,
 //! `no_syscall` and `stress`): counting wakers, a waker with hooks on clone and drop,
 //! a watchdog that turns a hang into a failure, re-running one test of the current
-//! binary in a child process (`process/soundness.rs`, `process/env.rs`), and a cell
-//! whose next park runs the barrier.
+//! binary in a child process (`process/soundness.rs`, `process/footprint.rs`,
+//! `process/env.rs`), and a cell whose next park runs the barrier.
 
 // Each test file uses its own subset of these helpers.
 #![allow(dead_code)]
@@ -201,6 +201,28 @@ pub fn test_path(module: &str, name: &str) -> String {
 /// Whether this process is the child that `run_child(name)` started.
 pub fn is_child(name: &str) -> bool {
     std::env::var(CHILD_ENV).is_ok_and(|v| v == name)
+}
+
+/// Fails with the child's status and output unless it exited with status 0.
+#[cfg(unix)]
+pub fn assert_child_succeeded(out: &ChildOutcome) {
+    use std::os::unix::process::ExitStatusExt;
+    match out.status {
+        // A name the harness does not know would select no test and exit 0.
+        Some(s) if s.success() => assert!(
+            out.output.contains("test result: ok. 1 passed"),
+            "the child ran no test:\n{}",
+            out.output
+        ),
+        Some(s) => match s.signal() {
+            Some(sig) => panic!("the child died of signal {sig}:\n{}", out.output),
+            None => panic!("the child failed with {s}:\n{}", out.output),
+        },
+        None => panic!(
+            "the child hung (killed after its time limit):\n{}",
+            out.output
+        ),
+    }
 }
 
 /// How a child run of one test ended.
