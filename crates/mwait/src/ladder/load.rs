@@ -39,9 +39,9 @@
 //! spins before it go ahead on the stale reading. A process whose waits spin rarely
 //! (a consumer fed every millisecond, whose cells spin on their first wait and then
 //! on a probe every 32 or more waits) then reads the run queue only where its spins
-//! bunch up, where nearly each of them paid a reading of several times its own
-//! cost, and the CPU its unguarded spins can burn in an interval stays below one
-//! reading's: fewer budgets than a reading costs. Where readings cost less than a
+//! bunch up, instead of once for nearly every spin, and the CPU its unguarded spins
+//! can burn in an interval stays below one reading's: fewer budgets than a reading
+//! costs. Where readings cost less than a
 //! budget (bare metal), every stale look reads. Until a first reading has been
 //! timed its cost is taken to be the most, so a process reads the run queue (and
 //! opens `/proc/loadavg`) only once it has spun [`READING_LOOKS_MAX`] times within
@@ -72,7 +72,7 @@ const OVER_READINGS: u32 = 2;
 /// the bound on the spins that go ahead on a stale reading in one interval.
 const READING_LOOKS_MAX: u32 = 8;
 
-/// The gate's state, in one line: the process's is [`GATE`], the tests make their own.
+/// The gate's state: the process's is [`GATE`], the tests make their own.
 struct Gate {
     /// When the run queue was last read (ns; 0: never).
     checked_ns: AtomicU64,
@@ -281,7 +281,7 @@ mod tests {
     fn reads(needed: u32, gap_ms: u64) -> usize {
         let (mut pending, mut n) = ((0, 0), 0);
         for i in 1..=100u64 {
-            let (next, read) = next_looks(pending.0, pending.1, i * gap_ms * 1_000_000, needed);
+            let (next, read) = next_looks(pending.0, pending.1, i * gap_ms * MS, needed);
             pending = next;
             n += usize::from(read);
         }
