@@ -8,22 +8,15 @@
 // `/proc/self/fd`.
 #![cfg(target_os = "linux")]
 
-use crate::support::{assert_child_succeeded, is_child, run_child, test_path};
 use mwait::WaitCell;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 /// Whether this process is the child of test `name`, which then runs the test's
-/// body. In the test harness's own process it runs that child, checks that it
-/// succeeded, and says no.
+/// body; the harness's process runs that child and checks that it succeeded.
 fn in_child(name: &str) -> bool {
-    let test = test_path(module_path!(), name);
-    if is_child(&test) {
-        return true;
-    }
-    assert_child_succeeded(&run_child(&test));
-    false
+    crate::support::in_child(module_path!(), name, || ())
 }
 
 /// Whether this process holds a descriptor open on `/proc/loadavg`.

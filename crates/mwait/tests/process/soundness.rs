@@ -13,10 +13,7 @@
 // Linux only: its cases need `fork`, `MAP_SHARED` memory, seccomp and `membarrier`.
 #![cfg(target_os = "linux")]
 
-use crate::support::{
-    armed_futures, assert_child_succeeded, counting_waker, is_child, no_hang, poll_with, run_child,
-    NEVER,
-};
+use crate::support::{armed_futures, counting_waker, no_hang, poll_with, NEVER};
 use mwait::{Backend, WaitCell, WaitPolicy, WaitResult};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -36,16 +33,9 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 /// Whether this process is the child of test `name`, which then runs the test's
-/// body. In the test harness's own process it runs that child, checks that it
-/// succeeded, and says no.
+/// body; the harness's process runs that child in its turn (`serial`).
 fn in_child(name: &str) -> bool {
-    let test = crate::support::test_path(module_path!(), name);
-    if is_child(&test) {
-        return true;
-    }
-    let _g = serial();
-    assert_child_succeeded(&run_child(&test));
-    false
+    crate::support::in_child(module_path!(), name, serial)
 }
 
 /// Forks a child that ends with `_exit(body())` (`body` runs on the forked copy of

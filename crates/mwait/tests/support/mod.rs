@@ -203,6 +203,21 @@ pub fn is_child(name: &str) -> bool {
     std::env::var(CHILD_ENV).is_ok_and(|v| v == name)
 }
 
+/// Whether this process is the child that runs test `name` of `module` (its
+/// `module_path!()`), which then runs the test's body. In the test harness's own
+/// process it runs that child while it holds what `turn` returns, checks that the
+/// child succeeded, and says no.
+#[cfg(unix)]
+pub fn in_child<G>(module: &str, name: &str, turn: impl FnOnce() -> G) -> bool {
+    let test = test_path(module, name);
+    if is_child(&test) {
+        return true;
+    }
+    let _turn = turn();
+    assert_child_succeeded(&run_child(&test));
+    false
+}
+
 /// Fails with the child's status and output unless it exited with status 0.
 #[cfg(unix)]
 pub fn assert_child_succeeded(out: &ChildOutcome) {
