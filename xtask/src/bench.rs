@@ -12,7 +12,7 @@
 use crate::util::{self, cargo, project_root, step, Res};
 
 /// The client parts' rounds in a full run (a quick run has 5).
-const RAYON_ROUNDS: usize = 13;
+const CLIENT_ROUNDS: usize = 13;
 
 /// `cargo xtask bench [--quick]`, `cargo xtask bench --client NAME [ROUNDS]`, or
 /// `cargo xtask bench --rayon [ROUNDS]` (rayon-core's).
@@ -27,7 +27,7 @@ pub fn run(args: &[String]) -> Res {
     };
     if let Some((name, rest)) = client {
         let rounds = match rest {
-            [] => RAYON_ROUNDS,
+            [] => CLIENT_ROUNDS,
             [n] => n
                 .parse()
                 .ok()
@@ -67,7 +67,7 @@ pub fn run(args: &[String]) -> Res {
     }
     util::run(&mut cmd)?;
     crate::client_bench::run(
-        if quick { 5 } else { RAYON_ROUNDS },
+        if quick { 5 } else { CLIENT_ROUNDS },
         &out.join("report.md"),
         None,
     )
