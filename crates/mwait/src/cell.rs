@@ -167,6 +167,13 @@ impl WaitCell {
         /// 15.6 ms by default), and a notifier of its own process still wakes it at
         /// once.
         ///
+        /// A waiter whose process is killed while it is parked leaves its count on
+        /// the cell: nothing in the cell tells it from a live waiter about to sleep.
+        /// The waiters that remain are still woken, but every later notify makes a
+        /// wake system call that finds nobody, where it would be a store and a load,
+        /// and [`parked_waiters`](Self::parked_waiters) counts the dead waiter. A
+        /// program that restarts crashed workers can map fresh cells for the new ones.
+        ///
         /// # Examples
         ///
         /// ```

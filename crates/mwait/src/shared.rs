@@ -24,7 +24,9 @@ use std::ops::Deref;
 /// work across the processes; async waits and [`wait_any`](crate::atomic::wait_any)
 /// refuse such a cell with a panic (a waker points into one process's memory). The
 /// mapping is unmapped when the value is dropped in a process; a child's copy of the
-/// value unmaps the child's view only.
+/// value unmaps the child's view only. A child killed while it is parked leaves its
+/// count on the cell, which costs each later notify a system call (see
+/// [`WaitCell::new_shared`]).
 ///
 /// # Examples
 ///

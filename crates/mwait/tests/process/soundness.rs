@@ -39,9 +39,13 @@ fn in_child(name: &str) -> bool {
 }
 
 /// Forks a child that ends with `_exit(body())` (`body` runs on the forked copy of
-/// the calling thread) and waits up to `limit` for it. Returns its exit
-/// code, or `None` when it hung (it is then killed) or died of a signal (printed).
+/// the calling thread) and waits up to `limit` for it (`wait_child`).
 fn fork_and_wait(limit: Duration, body: impl FnOnce() -> i32) -> Option<i32> {
+    wait_child(fork_child(body), limit)
+}
+
+/// Forks a child that ends with `_exit(body())`; returns its pid.
+fn fork_child(body: impl FnOnce() -> i32) -> libc::pid_t {
     // SAFETY: fork duplicates this process; the child runs `body` and leaves with
     // `_exit`, never returning into the test harness's frames. The callers fork
     // while their other threads sleep, wait in a join or sit in a signal handler,
@@ -54,6 +58,12 @@ fn fork_and_wait(limit: Duration, body: impl FnOnce() -> i32) -> Option<i32> {
         // atexit handlers or the harness.
         unsafe { libc::_exit(code) };
     }
+    pid
+}
+
+/// Waits up to `limit` for the child `pid`. Returns its exit code, or `None` when
+/// it hung (it is then killed) or died of a signal (printed).
+fn wait_child(pid: libc::pid_t, limit: Duration) -> Option<i32> {
     let start = Instant::now();
     loop {
         let mut status = 0;
@@ -67,15 +77,22 @@ fn fork_and_wait(limit: Duration, body: impl FnOnce() -> i32) -> Option<i32> {
             return None;
         }
         if start.elapsed() > limit {
-            // SAFETY: `pid` is our own child, still running.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, &mut status, 0);
-            }
+            kill_child(pid);
             eprintln!("forked child hung for {limit:?}; killed");
             return None;
         }
         thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Kills the child `pid` with `SIGKILL` and reaps it.
+fn kill_child(pid: libc::pid_t) {
+    let mut status = 0;
+    // SAFETY: `pid` is our own child, not yet reaped; `status` is a valid
+    // out-parameter.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, &mut status, 0);
     }
 }
 
@@ -618,6 +635,60 @@ fn every_entry_on_a_shared_cell_wakes_or_is_refused_and_the_notifier_survives() 
         cell.store(2);
         cell.notify_all();
     }
+}
+
+// A waiter killed while parked on a process-shared cell leaves its count behind:
+// nothing in the cell tells it from a live waiter between its announcement and its
+// sleep. The waiters that remain, in another process and in the notifier's own,
+// must still be woken, and the notifier must neither hang nor fault; the count
+// stays, as `WaitCell::new_shared` documents.
+#[test]
+fn a_waiter_killed_while_parked_on_a_shared_cell_strands_nobody() {
+    if !in_child("a_waiter_killed_while_parked_on_a_shared_cell_strands_nobody") {
+        return;
+    }
+    mwait::prepare();
+    let cells = mwait::SharedCells::new(1).expect("a shared mapping");
+    let cell: &'static WaitCell = &Box::leak(Box::new(cells))[0];
+    let parked = |n: u32| {
+        let start = Instant::now();
+        while cell.parked_waiters() != n {
+            assert!(
+                start.elapsed() < crate::support::HANG_LIMIT,
+                "{} parked waiters, never {n}",
+                cell.parked_waiters()
+            );
+            thread::sleep(Duration::from_millis(1));
+        }
+    };
+    // Both children are forked while this process has no other thread.
+    let victim = fork_child(|| {
+        cell.wait_until(|v| v == NEVER);
+        OTHER_PANIC
+    });
+    parked(1);
+    kill_child(victim);
+    assert_eq!(cell.parked_waiters(), 1, "the killed waiter's count stays");
+    let live = fork_child(
+        || match cell.wait_until_timeout(|v| v == 1, Duration::from_secs(10)) {
+            WaitResult::Ready(1) => WOKEN,
+            _ => NEVER_WOKEN,
+        },
+    );
+    let local = thread::spawn(|| cell.wait_until_timeout(|v| v == 1, Duration::from_secs(10)));
+    parked(3);
+    cell.store(1);
+    assert_eq!(
+        local.join().expect("the local waiter"),
+        WaitResult::Ready(1)
+    );
+    assert_eq!(wait_child(live, crate::support::HANG_LIMIT), Some(WOKEN));
+    assert_eq!(cell.parked_waiters(), 1);
+    // Later notifies each make a wake call that finds nobody, and return.
+    for v in 2..100 {
+        cell.store(v);
+    }
+    cell.notify_all();
 }
 
 // A predicate that forks inside the park: the child goes on as the waiter,
