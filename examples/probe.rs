@@ -82,17 +82,31 @@ fn section(markdown: bool, title: &str, body: &str) {
     }
 }
 
-/// The backend section: the choice, why, what was skipped and the default policy.
+/// The backend section: the choice, why, what was skipped and the budgets.
 fn backend(sel: &Selection) -> String {
     let mut out = format!("chosen:  {}\nwhy:     {}\n", sel.backend, sel.reason);
     for (b, why) in &sel.rejected {
         out += &format!("skipped: {b}: {why}\n");
     }
-    out += &format!(
-        "default policy: spin {} ns, hardware {} ns, then park",
-        sel.defaults.spin_ns, sel.defaults.hw_ns
-    );
+    out += &budgets(sel);
     out
+}
+
+/// The fixed budgets, which the default policy's spin does not use: it adapts.
+fn budgets(sel: &Selection) -> String {
+    let spin = match sel.defaults.spin_ns {
+        0 => "no spin (one usable CPU)".to_string(),
+        ns => format!(
+            "spin {ns} ns under `WaitPolicy::adaptive(false)` (the default policy \
+             sizes its spin from the measured wake-up latency: the last section)"
+        ),
+    };
+    let hw = if sel.backend.is_hardware() {
+        format!("{} for {} ns", sel.backend, sel.defaults.hw_ns)
+    } else {
+        "no hardware wait".to_string()
+    };
+    format!("budgets: {spin}; {hw}; then park")
 }
 
 /// Measures every row, in table order: the default policy, spin forced, the
