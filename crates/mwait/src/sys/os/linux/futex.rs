@@ -1,7 +1,9 @@
 //! The futex park: `FUTEX_WAIT_BITSET` with an absolute monotonic deadline and
-//! `FUTEX_WAKE`, and the failures the unit tests inject into it.
+//! `FUTEX_WAKE` (made by `syscall.rs`), and the failures the unit tests inject into
+//! it.
 
 use super::barrier::{SLICED, SLICE_NS};
+use super::syscall;
 use crate::primitive::AtomicU32;
 use crate::sys::contract::Parked;
 use crate::sys::counters::{self, Counter};
@@ -29,6 +31,7 @@ fn futex_op(base: libc::c_int, shared: bool) -> libc::c_int {
 /// [`FUTEX_FAILED_SLEEP_MAX_US`] (never past the deadline), and reports a wake-up, so
 /// the caller re-checks its predicate a few hundred times a second at most instead of
 /// spinning on the failing call.
+#[inline]
 pub(crate) fn wait(
     _queue: &Queue,
     word: &AtomicU32,
@@ -48,18 +51,17 @@ pub(crate) fn wait(
         // timespec (when given) outlives the call; FUTEX_WAIT_BITSET with MATCH_ANY
         // takes an absolute CLOCK_MONOTONIC timeout, as passed.
         None => match unsafe {
-            libc::syscall(
-                libc::SYS_futex,
+            syscall::futex(
                 word.as_ptr(),
                 futex_op(libc::FUTEX_WAIT_BITSET, shared),
                 expected,
                 ts_ptr,
-                core::ptr::null::<u32>(),
-                libc::FUTEX_BITSET_MATCH_ANY,
+                core::ptr::null(),
+                libc::FUTEX_BITSET_MATCH_ANY as u32,
             )
         } {
-            0 => Ok(()),
-            _ => Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)),
+            r if r < 0 => Err(i32::try_from(-r).unwrap_or(0)),
+            _ => Ok(()),
         },
     };
     stamp::mark(Point::Returned);
@@ -153,11 +155,13 @@ pub(crate) fn wake(_queue: &Queue, word: &AtomicU32, n: u32, shared: bool) -> us
     let n = libc::c_int::try_from(n).unwrap_or(libc::c_int::MAX);
     // SAFETY: `word` is a valid, aligned u32; FUTEX_WAKE only reads its address.
     let r = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
+        syscall::futex(
             word.as_ptr(),
             futex_op(libc::FUTEX_WAKE, shared),
-            n,
+            n as u32,
+            core::ptr::null(),
+            core::ptr::null(),
+            0,
         )
     };
     debug_assert!(r >= 0, "futex wake failed");

@@ -1,4 +1,4 @@
-//! Linux: the futex park (`futex.rs`), the asymmetric barrier of `membarrier` with its
+//! Linux: the futex park (`futex.rs`, its system call in `syscall.rs`), the asymmetric barrier of `membarrier` with its
 //! TLB-shootdown fallback and the count of `fork()`s (`barrier.rs`), what the ladder
 //! reads about CPUs and load and the affinity control (`cpus.rs`), and the usable
 //! CPU count from the cgroup files (`cgroup.rs`, their parsers in `cgroup/parse.rs`).
@@ -7,6 +7,7 @@ mod barrier;
 mod cgroup;
 mod cpus;
 mod futex;
+mod syscall;
 
 pub(crate) use barrier::{
     begin_light_check, begin_light_store, fork_generation, prepare, waiter_barrier,
