@@ -8,11 +8,45 @@ use crate::sys::anon_map::AnonMap;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32 as AtomicU32Std, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
-/// Which notify this process's notifiers use, in one byte read (`Relaxed`) on every
-/// notify: [`NOTIFY_FENCED`] until this process has registered for
-/// `membarrier(PRIVATE_EXPEDITED)`, then [`NOTIFY_LIGHT`], or
-/// [`NOTIFY_LIGHT_PREFETCH`] where the CPU has PREFETCHW. Set once, never reset.
-static NOTIFY_MODE: AtomicU8 = AtomicU8::new(NOTIFY_FENCED);
+/// What every notify and every park of this process reads, on one cache line: a
+/// park that wakes after a long sleep misses on each line it reads. Each field is
+/// written once, or on a failure, so the line stays shared between the CPUs that
+/// read it.
+#[repr(C, align(64))]
+struct ReadMostly {
+    /// Which notify this process's notifiers use, in one byte read (`Relaxed`) on
+    /// every notify: [`NOTIFY_FENCED`] until this process has registered for
+    /// `membarrier(PRIVATE_EXPEDITED)`, then [`NOTIFY_LIGHT`], or
+    /// [`NOTIFY_LIGHT_PREFETCH`] where the CPU has PREFETCHW. Set once, never reset.
+    notify_mode: AtomicU8,
+    /// Set once `membarrier` has failed after registration: from then on notifiers
+    /// fence ([`NOTIFY_FENCED`]) and waiters run [`shootdown_barrier`].
+    barrier_lost: AtomicBool,
+    /// Set once the shootdown barrier has failed too (`mprotect` refused): from then
+    /// on every park sleeps in slices of at most [`SLICE_NS`].
+    sliced: AtomicBool,
+    /// Set by `register_at_load` when the kernel accepted the registration.
+    registered_at_load: AtomicBool,
+    /// See [`fork_generation`].
+    fork_generation: AtomicU32Std,
+    /// See [`registered`].
+    registered: OnceLock<bool>,
+    /// Whether [`fork_generation`]'s handler is installed.
+    fork_handler: OnceLock<()>,
+}
+
+static LINE: ReadMostly = ReadMostly {
+    notify_mode: AtomicU8::new(NOTIFY_FENCED),
+    barrier_lost: AtomicBool::new(false),
+    sliced: AtomicBool::new(false),
+    registered_at_load: AtomicBool::new(false),
+    fork_generation: AtomicU32Std::new(0),
+    registered: OnceLock::new(),
+    fork_handler: OnceLock::new(),
+};
+
+const _: () = assert!(std::mem::size_of::<ReadMostly>() <= 64);
+
 /// The symmetric protocol: a `SeqCst` store and load.
 const NOTIFY_FENCED: u8 = 0;
 /// The light half of the asymmetric barrier.
@@ -24,7 +58,7 @@ const NOTIFY_LIGHT_PREFETCH: u8 = 2;
 /// `word` where the CPU has it.
 #[inline(always)]
 pub(crate) fn begin_light_store(word: &AtomicU32) -> bool {
-    match NOTIFY_MODE.load(Ordering::Relaxed) {
+    match LINE.notify_mode.load(Ordering::Relaxed) {
         NOTIFY_FENCED => false,
         NOTIFY_LIGHT => true,
         _ => {
@@ -40,7 +74,7 @@ pub(crate) fn begin_light_store(word: &AtomicU32) -> bool {
 /// line looked at is only read).
 #[inline(always)]
 pub(crate) fn begin_light_check() -> bool {
-    NOTIFY_MODE.load(Ordering::Relaxed) != NOTIFY_FENCED
+    LINE.notify_mode.load(Ordering::Relaxed) != NOTIFY_FENCED
 }
 
 /// `membarrier(PRIVATE_EXPEDITED)` where this process could register for it (then
@@ -58,7 +92,7 @@ pub(crate) fn waiter_barrier() {
         fence(Ordering::SeqCst);
         return;
     }
-    if BARRIER_LOST.load(Ordering::Relaxed) {
+    if LINE.barrier_lost.load(Ordering::Relaxed) {
         lost_barrier();
         return;
     }
@@ -74,13 +108,12 @@ pub(crate) fn waiter_barrier() {
     }
 }
 
-/// Set once `membarrier` has failed after registration: from then on notifiers fence
-/// ([`NOTIFY_FENCED`]) and waiters run [`shootdown_barrier`].
-static BARRIER_LOST: AtomicBool = AtomicBool::new(false);
-
-/// Set once the shootdown barrier has failed too (`mprotect` refused): from then on
-/// every park sleeps in slices of at most [`SLICE_NS`].
-pub(super) static SLICED: AtomicBool = AtomicBool::new(false);
+/// Whether every park sleeps in slices of at most [`SLICE_NS`]: the shootdown
+/// barrier has failed too.
+#[inline(always)]
+pub(super) fn sliced() -> bool {
+    LINE.sliced.load(Ordering::Relaxed)
+}
 
 /// The longest sleep of a park once no process-wide barrier is left: what a light
 /// notify that was under way at the switch can delay a parked thread by.
@@ -94,8 +127,8 @@ pub(super) const SLICE_NS: u64 = 1_000_000;
 /// after the switch is ordered against such a notifier as with `membarrier`.
 #[cold]
 fn fall_back_to_fenced_notifies() {
-    NOTIFY_MODE.store(NOTIFY_FENCED, Ordering::SeqCst);
-    BARRIER_LOST.store(true, Ordering::SeqCst);
+    LINE.notify_mode.store(NOTIFY_FENCED, Ordering::SeqCst);
+    LINE.barrier_lost.store(true, Ordering::SeqCst);
     fence(Ordering::SeqCst);
 }
 
@@ -106,7 +139,7 @@ fn fall_back_to_fenced_notifies() {
 #[cold]
 fn lost_barrier() {
     if !shootdown_barrier() {
-        SLICED.store(true, Ordering::SeqCst);
+        LINE.sliced.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
     }
 }
@@ -173,8 +206,7 @@ fn shootdown_barrier() -> bool {
 /// call tries to register (or takes the registration `REGISTER_AT_LOAD` made), every
 /// call blocks until that try has ended.
 fn registered() -> bool {
-    static REGISTERED: OnceLock<bool> = OnceLock::new();
-    *REGISTERED.get_or_init(|| {
+    *LINE.registered.get_or_init(|| {
         // Miri has no membarrier: its waiters fence, its notifiers never take the
         // light path.
         // The light notify needs a barrier to fall back on should `membarrier` be
@@ -184,7 +216,7 @@ fn registered() -> bool {
             && membarrier_wanted()
             && crate::sys::x86::shootdown_interrupts()
             && shootdown_page().is_some()
-            && (REGISTERED_AT_LOAD.load(Ordering::Relaxed)
+            && (LINE.registered_at_load.load(Ordering::Relaxed)
                 || membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0);
         if ok {
             let mode = if crate::sys::x86::prefetchw_supported() {
@@ -192,7 +224,7 @@ fn registered() -> bool {
             } else {
                 NOTIFY_LIGHT
             };
-            NOTIFY_MODE.store(mode, Ordering::SeqCst);
+            LINE.notify_mode.store(mode, Ordering::SeqCst);
         }
         ok
     })
@@ -220,16 +252,13 @@ fn registered() -> bool {
 #[link_section = ".init_array"]
 static REGISTER_AT_LOAD: extern "C" fn() = register_at_load;
 
-/// Set by `register_at_load` when the kernel accepted the registration.
-static REGISTERED_AT_LOAD: AtomicBool = AtomicBool::new(false);
-
 #[cfg(all(target_arch = "x86_64", not(miri), not(mwait_loom)))]
 extern "C" fn register_at_load() {
     let said_no = std::env::var_os("MWAIT_MEMBARRIER")
         .and_then(|v| crate::sys::settings::parse_bool(v.to_str()?))
         == Some(false);
     if !said_no && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 {
-        REGISTERED_AT_LOAD.store(true, Ordering::Relaxed);
+        LINE.registered_at_load.store(true, Ordering::Relaxed);
     }
 }
 
@@ -237,14 +266,13 @@ extern "C" fn register_at_load() {
 /// this one: 0 there, one more in each child (a `pthread_atfork` child handler,
 /// installed by the first call). See "Counts left by a fork" in `protocol.rs`.
 pub(crate) fn fork_generation() -> u32 {
-    static INSTALLED: OnceLock<()> = OnceLock::new();
     // Miri cannot fork: the handler is not installed there.
-    INSTALLED.get_or_init(|| {
+    LINE.fork_handler.get_or_init(|| {
         if cfg!(miri) {
             return;
         }
         extern "C" fn in_the_child() {
-            FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+            LINE.fork_generation.fetch_add(1, Ordering::Relaxed);
         }
         // SAFETY: the handler is a plain function for the whole life of the process;
         // it only increments an atomic, which is async-signal-safe, as a child
@@ -252,11 +280,8 @@ pub(crate) fn fork_generation() -> u32 {
         let r = unsafe { libc::pthread_atfork(None, None, Some(in_the_child)) };
         debug_assert_eq!(r, 0, "pthread_atfork failed");
     });
-    FORK_GENERATION.load(Ordering::Relaxed)
+    LINE.fork_generation.load(Ordering::Relaxed)
 }
-
-/// See [`fork_generation`].
-static FORK_GENERATION: AtomicU32Std = AtomicU32Std::new(0);
 
 /// Settles the one-time `membarrier` registration (see [`park`](crate::sys::park)).
 pub(crate) fn prepare() {

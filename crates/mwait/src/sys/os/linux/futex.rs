@@ -2,14 +2,13 @@
 //! `FUTEX_WAKE` (made by `syscall.rs`), and the failures the unit tests inject into
 //! it.
 
-use super::barrier::{SLICED, SLICE_NS};
+use super::barrier::{sliced, SLICE_NS};
 use super::syscall;
 use crate::primitive::AtomicU32;
 use crate::sys::contract::Parked;
 use crate::sys::counters::{self, Counter};
 use crate::sys::stamp::{self, Point};
 use crate::sys::os::plain::Queue;
-use std::sync::atomic::Ordering;
 
 fn futex_op(base: libc::c_int, shared: bool) -> libc::c_int {
     if shared {
@@ -83,12 +82,12 @@ pub(crate) fn wait(
 }
 
 /// The deadline of one sleep, and whether it is a slice's end: without any
-/// process-wide barrier, a wait sleeps in slices (see `SLICED`), and a slice that
-/// ends before the caller's deadline is reported as a wake-up, so the caller
-/// re-checks.
+/// process-wide barrier, a wait sleeps in slices (see `barrier::sliced`), and a
+/// slice that ends before the caller's deadline is reported as a wake-up, so the
+/// caller re-checks.
 #[inline(always)]
 fn slice(deadline_ns: Option<u64>) -> (Option<u64>, bool) {
-    match SLICED.load(Ordering::Relaxed) {
+    match sliced() {
         false => (deadline_ns, false),
         true => {
             let slice_end = crate::sys::clock::now_ns().saturating_add(SLICE_NS);
