@@ -287,12 +287,14 @@ impl WaitPolicy {
     /// result is kept in one small static instead of being rebuilt from the
     /// selection on every wait, whose cache misses would sit on every wait. It is
     /// told by its `tuned` flag, one load: a comparison with `new()` field by field
-    /// is some twenty instructions on every wait that enters the ladder.
+    /// is some twenty instructions on every wait that enters the ladder. The static
+    /// lies on one cache line: a wait that parks after a long sleep misses on each
+    /// line it reads.
     #[inline]
     pub(crate) fn resolve(&self) -> Resolved {
         if !self.tuned {
-            static DEFAULT: OnceLock<Resolved> = OnceLock::new();
-            return *DEFAULT.get_or_init(|| self.resolve_uncached());
+            static DEFAULT: OneLine<OnceLock<Resolved>> = OneLine(OnceLock::new());
+            return *DEFAULT.0.get_or_init(|| self.resolve_uncached());
         }
         self.resolve_uncached()
     }
@@ -351,6 +353,12 @@ fn move_apart_by_default() -> bool {
             .unwrap_or(false)
     })
 }
+
+/// A value on a cache line of its own (64 bytes: `OnceLock<Resolved>` is 40).
+#[repr(align(64))]
+struct OneLine<T>(T);
+
+const _: () = assert!(std::mem::size_of::<OnceLock<Resolved>>() <= 64);
 
 /// A policy resolved for one wait.
 #[derive(Copy, Clone, Debug)]
