@@ -465,7 +465,7 @@ mod tests {
     }
 
     #[test]
-    fn a_park_reads_nothing_on_the_line_of_the_wake_stamp() {
+    fn a_park_reads_nothing_on_the_line_of_the_wake_stamp_and_its_flag_sits_by_shared() {
         let cell = WaitCell::new(0);
         let line = |p: usize| (p - std::ptr::from_ref(&cell) as usize) / 64;
         let (read, stamp) = cell.waiters.sleepers.addresses();
@@ -476,6 +476,10 @@ mod tests {
         for (what, at) in read.into_iter().chain(cell_line) {
             assert_ne!(line(at), line(stamp), "{what} shares the wake stamp's line");
         }
+        // The notifier that wakes reads `shared`: the flag that tells it to stamp
+        // the wake is on the same line, so its look costs no other.
+        let at = |name: &str| read.iter().find(|(n, _)| *n == name).map(|(_, a)| *a);
+        assert_eq!(line(at("measuring").unwrap()), line(at("shared").unwrap()));
     }
 
     #[test]

@@ -6,14 +6,16 @@
 //! - **The wake-up latency**: from a notifier's call to `futex_wake` to the woken
 //!   waiter running again. The notifier stamps the clock into the cell's wake stamp
 //!   on its slow path, the one that makes the system call anyway
-//!   (`protocol::MonitorLine::wake_slow`); the waiter reads the clock when its
-//!   `futex_wait` returns after sleeping and takes the difference ([`offer_wake`]),
-//!   on every park until the estimate has a full window and then on one park in
-//!   [`WAKE_SAMPLE_EVERY`] of each thread ([`wake_sample_due`]). A sample is refused when the stamp is older
-//!   than the park (another wake's stamp), when the clock went backwards, and when it
-//!   lies outside [`WAKE_SAMPLE_MIN_NS`]`..=`[`WAKE_SAMPLE_MAX_NS`]. Timeouts and
-//!   returns that never slept (`futex_wait`'s `EAGAIN`, `Parked::Changed`) are not
-//!   offered at all.
+//!   (`protocol::MonitorLine::wake_slow`), while a parked waiter measures (it says
+//!   so before it announces itself: `Sleepers::measure_wake`); the waiter reads the
+//!   clock when its `futex_wait` returns after sleeping and takes the difference
+//!   ([`offer_wake`]), on every park until the estimate has a full window and then
+//!   on one park in [`WAKE_SAMPLE_EVERY`] of each thread ([`wake_sample_due`]). A
+//!   sample is refused when the stamp is older than the park (another wake's
+//!   stamp), when the clock went backwards, and when it lies outside
+//!   [`WAKE_SAMPLE_MIN_NS`]`..=`[`WAKE_SAMPLE_MAX_NS`]. Timeouts and returns that
+//!   never slept (`futex_wait`'s `EAGAIN`, `Parked::Changed`) are not offered at
+//!   all.
 //! - **The cost of one spin round**: [`LOADS_PER_CLOCK_READ`] loads and pauses plus
 //!   one clock read, from the clock readings the spin tier makes anyway: the time
 //!   between its first and last reading over the rounds in between. Where the
@@ -203,10 +205,9 @@ std::thread_local! {
 /// Whether the park about to start measures its wake-up latency (reads the clock
 /// before it and after it): every park while [`WAKE`] has fewer than
 /// [`WINDOW`](super::filter::WINDOW) samples, then one in [`WAKE_SAMPLE_EVERY`] of
-/// each thread. The other parks read
-/// no clock and leave the cell's wake stamp, which the notifier wrote, alone; once a
-/// thread has seen the window full, its parks no longer read [`WAKE`]'s line either
-/// (which every measured park of the process writes).
+/// each thread. The other parks read no clock, and the notifiers that wake them
+/// none either; once a thread has seen the window full, its parks no longer read
+/// [`WAKE`]'s line (which every measured park of the process writes).
 #[inline]
 pub(crate) fn wake_sample_due() -> bool {
     one_in(&PARKS_SINCE_SAMPLE, WAKE_SAMPLE_EVERY) || wake_young()

@@ -100,15 +100,25 @@ fn park_until<'a, W: Word<'a>>(
         // after an idle spell the clock's pages are cold, and their misses would
         // cost an idle park more than the rest of mwait's path (`docs/clients.md`).
         // The parks that spin on evidence measure the wake-up latency.
-        let parked_ns = (measure && estimate::wake_sample_due()).then(now_ns);
+        // A park that measures says so before it announces itself: only then does
+        // the notifier that wakes it stamp the wake.
+        let parked_ns = (measure && estimate::wake_sample_due()).then(|| {
+            word.measure_wake(true);
+            now_ns()
+        });
         let parked = word.park(&mut *pred, deadline);
         stamp::mark(Point::Withdrawn);
+        let measured = parked_ns.map(|at| {
+            let stamp = word.wake_stamp();
+            word.measure_wake(false);
+            (stamp, at)
+        });
         match parked {
             Ok(v) => return (v, Ended::Park),
             Err(Parked::Woken) => {
                 *slept = true;
-                if let Some(parked_ns) = parked_ns {
-                    let _ = estimate::offer_wake(word.wake_stamp(), parked_ns, now_ns());
+                if let Some((stamp_ns, parked_ns)) = measured {
+                    let _ = estimate::offer_wake(stamp_ns, parked_ns, now_ns());
                 }
             }
             // The value changed before the kernel put us to sleep: no wake-up to

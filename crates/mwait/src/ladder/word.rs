@@ -31,6 +31,15 @@ pub(crate) trait Word<'a>: Copy {
     /// The clock reading of the last wake of a parked waiter of this word (0: none
     /// known), from which a woken waiter measures its wake-up latency.
     fn wake_stamp(self) -> u64;
+
+    /// Says that the next park measures its wake-up (`true`), or that the measured
+    /// park has read the stamp (`false`). A cell's notifier stamps its wakes only in
+    /// between (`protocol::Sleepers::stamp_wake`); words whose wakes always stamp
+    /// ignore it.
+    #[inline]
+    fn measure_wake(self, on: bool) {
+        let _ = on;
+    }
 }
 
 /// A `WaitCell`'s value as a [`Word`]: the protocol's park half (`protocol.rs`).
@@ -60,5 +69,10 @@ impl<'a> Word<'a> for CellWord<'a> {
     #[inline]
     fn wake_stamp(self) -> u64 {
         self.sleepers.wake_stamp()
+    }
+
+    #[inline]
+    fn measure_wake(self, on: bool) {
+        self.sleepers.measure_wake(on);
     }
 }

@@ -9,13 +9,14 @@ use crate::sys::park::Queue;
 /// only by waiters (and the wake stamp by a notifier that wakes); kept off the
 /// monitor line.
 ///
-/// In this order: what every park reads first (the two flags and `relay`, on the
-/// line of the cell's counters, which the waiter writes), the wake stamp last, on
-/// the cell's last line with the registry's tail. A notifier writes the stamp right
-/// before each `futex_wake`, so that line is in the notifier's cache when the woken
-/// waiter runs: only a park that measures its wake-up (one in
-/// `estimate::WAKE_SAMPLE_EVERY`) or an async wait reads it, where flags beside the
-/// stamp would have every wake of a waiter on another CPU fetch it from there.
+/// In this order: what every park reads first (the flags and `relay`, on the line
+/// of the cell's counters, which the waiter writes and a notifier that wakes reads),
+/// the wake stamp last, on the cell's last line with the registry's tail. A notifier
+/// writes the stamp right before its `futex_wake` only while a parked waiter
+/// measures its wake-up (`measuring`: one park in `estimate::WAKE_SAMPLE_EVERY`), so
+/// that its other wakes read no clock (a clock read after a long sleep misses on the
+/// clock's code and data); only such a park reads the stamp, where flags beside it
+/// would have every wake of a waiter on another CPU fetch that line from there.
 #[derive(Debug)]
 #[repr(C)]
 pub(crate) struct Sleepers {
@@ -26,13 +27,19 @@ pub(crate) struct Sleepers {
     /// so its waiters need no `membarrier`; and its waits spin only on evidence
     /// (`ladder::Learning::evidence_allows_spin`).
     pub(super) parker: bool,
+    /// Whether a parked waiter measures its wake-up latency: set by such a waiter
+    /// before it announces itself (so that a notifier that counts it reads the flag
+    /// set), cleared once it has read the stamp. A statistic: relaxed std atomic, not
+    /// modelled; a wake that a cleared flag leaves unstamped only loses a sample.
+    measuring: std::sync::atomic::AtomicBool,
     /// Sleepers that a wake of every sleeper left for the woken to wake (see "A wake
     /// tree" in `protocol.rs`): added to by a notifier, taken from by woken waiters.
     pub(super) relay: AtomicU32,
     pub(super) registry: Registry,
-    /// The notifier's clock reading right before its last `futex_wake` (0: none yet):
-    /// written on the slow path only, read by a woken waiter to measure its wake-up
-    /// latency (`ladder::estimate`). A statistic: relaxed std atomic, not modelled.
+    /// The notifier's clock reading right before its last `futex_wake` while a
+    /// waiter measured (0: none yet): written on the slow path only, read by a woken
+    /// waiter to measure its wake-up latency (`ladder::estimate`). A statistic:
+    /// relaxed std atomic, not modelled.
     pub(super) wake_stamp: std::sync::atomic::AtomicU64,
 }
 
@@ -43,6 +50,7 @@ impl Sleepers {
                 queue: Queue::new(),
                 shared,
                 parker,
+                measuring: std::sync::atomic::AtomicBool::new(false),
                 relay: AtomicU32::new(0),
                 registry: Registry::new(),
                 wake_stamp: std::sync::atomic::AtomicU64::new(0),
@@ -68,31 +76,44 @@ impl Sleepers {
         &self.registry
     }
 
-    /// The clock reading of the last `futex_wake` on this cell (0: none yet).
+    /// Says that a waiter about to park measures its wake-up (`true`: before its
+    /// announcement), or that it has read the stamp (`false`).
+    #[inline]
+    pub(crate) fn measure_wake(&self, on: bool) {
+        self.measuring
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The clock reading of the last stamped `futex_wake` on this cell (0: none
+    /// yet).
     #[inline]
     pub(crate) fn wake_stamp(&self) -> u64 {
         self.wake_stamp.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Records the clock right before a `futex_wake` of this cell's sleepers (the
-    /// slow path only: it makes a system call anyway).
+    /// Records the clock right before a `futex_wake` of this cell's sleepers, while
+    /// a parked waiter measures its wake-up (the slow path only: it makes a system
+    /// call anyway).
     #[inline]
     pub(super) fn stamp_wake(&self) {
-        self.wake_stamp.store(
-            crate::sys::clock::now_ns(),
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        if self.measuring.load(std::sync::atomic::Ordering::Relaxed) {
+            self.wake_stamp.store(
+                crate::sys::clock::now_ns(),
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
     }
 
-    /// The addresses of what a park reads (`shared`, `parker`, `relay`) and of the
-    /// wake stamp, for the layout test of the cell.
+    /// The addresses of what a park reads (`shared`, `parker`, `relay`,
+    /// `measuring`) and of the wake stamp, for the layout test of the cell.
     #[cfg(test)]
-    pub(crate) fn addresses(&self) -> ([(&'static str, usize); 3], usize) {
+    pub(crate) fn addresses(&self) -> ([(&'static str, usize); 4], usize) {
         (
             [
                 ("shared", std::ptr::from_ref(&self.shared) as usize),
                 ("parker", std::ptr::from_ref(&self.parker) as usize),
                 ("relay", std::ptr::from_ref(&self.relay) as usize),
+                ("measuring", std::ptr::from_ref(&self.measuring) as usize),
             ],
             std::ptr::from_ref(&self.wake_stamp) as usize,
         )

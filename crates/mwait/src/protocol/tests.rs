@@ -349,3 +349,19 @@ fn a_notify_skips_only_behind_a_wake_that_reached_every_counted_waiter() {
     line.notify(&s, park::ALL, &Quiet);
     assert_eq!(line.state.load(Ordering::Relaxed), tag | 1, "nobody slept");
 }
+
+/// A notifier that wakes a parked waiter reads the clock and stamps the wake only
+/// while a parked waiter measures its wake-up; the other wakes leave the stamp alone
+/// (a clock read after a long sleep misses on the clock's code and data).
+#[test]
+fn a_wake_is_stamped_only_while_a_parked_waiter_measures() {
+    for measuring in [false, true] {
+        let (line, s) = cell();
+        s.measure_wake(measuring);
+        // One waiter counted (it has announced itself and not slept yet: the wake
+        // finds nobody asleep, which changes nothing here).
+        line.announce(epoch_tag(&s));
+        line.store(&s, 1, &Quiet);
+        assert_eq!(s.wake_stamp() != 0, measuring, "measuring: {measuring}");
+    }
+}

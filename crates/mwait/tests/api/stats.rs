@@ -80,3 +80,30 @@ fn a_wait_whose_time_is_up_is_one_uncounted_look() {
     );
     assert_eq!(cell.stats().waits(), 0, "{}", cell.stats());
 }
+
+/// Parks that slept and were woken feed the process's wake-up latency estimate: the
+/// waiter says that it measures, and the notifier that wakes it stamps the wake.
+#[test]
+fn woken_parks_feed_the_wake_latency_estimate() {
+    let cell = Arc::new(WaitCell::new(0));
+    let waiter = {
+        let cell = cell.clone();
+        std::thread::spawn(move || {
+            for i in 1..=40 {
+                cell.wait_until(|v| v >= i);
+            }
+        })
+    };
+    for i in 1..=40 {
+        // The waiter has ended its last park and sleeps in the next.
+        assert!(mwait_support::poll_until(Duration::from_secs(10), || {
+            cell.stats().park == u64::from(i - 1) && cell.parked_waiters() == 1
+        }));
+        cell.store(i);
+    }
+    waiter.join().unwrap();
+    let parked = cell.stats().park;
+    assert!(parked >= 40, "{parked} parks");
+    let s = mwait::stats();
+    assert!(s.wake_latency.is_some(), "{s:?}");
+}
