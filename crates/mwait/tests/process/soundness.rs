@@ -651,15 +651,13 @@ fn a_waiter_killed_while_parked_on_a_shared_cell_strands_nobody() {
     let cells = mwait::SharedCells::new(1).expect("a shared mapping");
     let cell: &'static WaitCell = &Box::leak(Box::new(cells))[0];
     let parked = |n: u32| {
-        let start = Instant::now();
-        while cell.parked_waiters() != n {
-            assert!(
-                start.elapsed() < crate::support::HANG_LIMIT,
-                "{} parked waiters, never {n}",
-                cell.parked_waiters()
-            );
-            thread::sleep(Duration::from_millis(1));
-        }
+        let counted =
+            mwait_support::poll_until(crate::support::HANG_LIMIT, || cell.parked_waiters() == n);
+        assert!(
+            counted,
+            "{} parked waiters, never {n}",
+            cell.parked_waiters()
+        );
     };
     // Both children are forked while this process has no other thread.
     let victim = fork_child(|| {
