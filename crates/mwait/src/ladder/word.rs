@@ -37,9 +37,7 @@ pub(crate) trait Word<'a>: Copy {
     /// between (`protocol::Sleepers::stamp_wake`); words whose wakes always stamp
     /// ignore it.
     #[inline]
-    fn measure_wake(self, on: bool) {
-        let _ = on;
-    }
+    fn measure_wake(self, _on: bool) {}
 }
 
 /// A `WaitCell`'s value as a [`Word`]: the protocol's park half (`protocol.rs`).
