@@ -1,7 +1,8 @@
-//! Linux: the futex park (`futex.rs`, its system call in `syscall.rs`), the asymmetric barrier of `membarrier` with its
-//! TLB-shootdown fallback and the count of `fork()`s (`barrier.rs`), what the ladder
-//! reads about CPUs and load and the affinity control (`cpus.rs`), and the usable
-//! CPU count from the cgroup files (`cgroup.rs`, their parsers in `cgroup/parse.rs`).
+//! Linux: the futex park (`futex.rs`, its system call in `syscall.rs`), the
+//! asymmetric barrier of `membarrier` with its TLB-shootdown fallback and the count
+//! of `fork()`s (`barrier.rs`), what the ladder reads about CPUs and load and the
+//! affinity control (`cpus.rs`), and the usable CPU count from the cgroup files
+//! (`cgroup.rs`, their parsers in `cgroup/parse.rs`).
 
 mod barrier;
 mod cgroup;
