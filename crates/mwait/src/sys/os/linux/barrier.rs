@@ -2,53 +2,15 @@
 //! notify it allows, the TLB-shootdown barrier it falls back to once lost, and the
 //! count of `fork()`s a waiter tells a parent's counts apart by.
 
+use super::line::LINE;
 use crate::primitive::AtomicU32;
 use crate::sys::counters::{self, Counter};
 use crate::sys::anon_map::AnonMap;
-use std::sync::atomic::{fence, AtomicBool, AtomicU32 as AtomicU32Std, AtomicU8, Ordering};
+use std::sync::atomic::{fence, Ordering};
 use std::sync::OnceLock;
 
-/// What every notify and every park of this process reads, on one cache line: a
-/// park that wakes after a long sleep misses on each line it reads. Each field is
-/// written once, or on a failure, so the line stays shared between the CPUs that
-/// read it.
-#[repr(C, align(64))]
-struct ReadMostly {
-    /// Which notify this process's notifiers use, in one byte read (`Relaxed`) on
-    /// every notify: [`NOTIFY_FENCED`] until this process has registered for
-    /// `membarrier(PRIVATE_EXPEDITED)`, then [`NOTIFY_LIGHT`], or
-    /// [`NOTIFY_LIGHT_PREFETCH`] where the CPU has PREFETCHW. Set once, never reset.
-    notify_mode: AtomicU8,
-    /// Set once `membarrier` has failed after registration: from then on notifiers
-    /// fence ([`NOTIFY_FENCED`]) and waiters run [`shootdown_barrier`].
-    barrier_lost: AtomicBool,
-    /// Set once the shootdown barrier has failed too (`mprotect` refused): from then
-    /// on every park sleeps in slices of at most [`SLICE_NS`].
-    sliced: AtomicBool,
-    /// Set by `register_at_load` when the kernel accepted the registration.
-    registered_at_load: AtomicBool,
-    /// See [`fork_generation`].
-    fork_generation: AtomicU32Std,
-    /// See [`registered`].
-    registered: OnceLock<bool>,
-    /// Whether [`fork_generation`]'s handler is installed.
-    fork_handler: OnceLock<()>,
-}
-
-static LINE: ReadMostly = ReadMostly {
-    notify_mode: AtomicU8::new(NOTIFY_FENCED),
-    barrier_lost: AtomicBool::new(false),
-    sliced: AtomicBool::new(false),
-    registered_at_load: AtomicBool::new(false),
-    fork_generation: AtomicU32Std::new(0),
-    registered: OnceLock::new(),
-    fork_handler: OnceLock::new(),
-};
-
-const _: () = assert!(std::mem::size_of::<ReadMostly>() <= 64);
-
 /// The symmetric protocol: a `SeqCst` store and load.
-const NOTIFY_FENCED: u8 = 0;
+pub(super) const NOTIFY_FENCED: u8 = 0;
 /// The light half of the asymmetric barrier.
 const NOTIFY_LIGHT: u8 = 1;
 /// The light half, the line asked for exclusively first (PREFETCHW).
