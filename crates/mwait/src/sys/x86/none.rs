@@ -103,6 +103,25 @@ pub(crate) fn prefetchw_supported() -> bool {
     false
 }
 
+/// No RDPID off x86-64.
+// Only the Linux CPU number uses it (not the loom model).
+#[cfg(all(target_os = "linux", not(mwait_loom)))]
+pub(crate) fn rdpid_supported() -> bool {
+    false
+}
+
+/// Never called off x86-64: [`rdpid_supported`] is false.
+///
+/// # Safety
+///
+/// None needed; `unsafe` only to match the x86-64 signature.
+#[inline(always)]
+// Only the Linux CPU number uses it (not the loom model).
+#[cfg(all(target_os = "linux", not(mwait_loom)))]
+pub(crate) unsafe fn rdpid() -> u64 {
+    0
+}
+
 /// Off x86-64 a TLB shootdown is no interrupt (Arm broadcasts its TLB maintenance):
 /// no fallback barrier, so no light notify.
 #[cfg(all(target_os = "linux", not(mwait_loom)))]

@@ -269,6 +269,40 @@ pub(crate) fn prefetchw_supported() -> bool {
     extended_leaf(0x8000_0001).ecx & PRFCHW != 0
 }
 
+/// Whether this CPU has RDPID (CPUID.(EAX=7,ECX=0):ECX\[22\]), which [`rdpid`]
+/// needs: Intel since Ice Lake and Goldmont Plus, AMD since Zen 2. A hypervisor or
+/// an emulator may hide it (valgrind does).
+// Only the Linux CPU number uses it.
+#[cfg(target_os = "linux")]
+pub(crate) fn rdpid_supported() -> bool {
+    use raw_cpuid::CpuIdReader;
+    const RDPID: u32 = 1 << 22;
+    let reader = super::cpuid::native_reader();
+    reader.cpuid1(0).eax >= 7 && reader.cpuid2(7, 0).ecx & RDPID != 0
+}
+
+/// RDPID: this CPU's IA32_TSC_AUX, the value the kernel wrote there for it.
+///
+/// # Safety
+///
+/// The CPU must have RDPID ([`rdpid_supported`]).
+#[inline(always)]
+// Only the Linux CPU number uses it.
+#[cfg(target_os = "linux")]
+pub(crate) unsafe fn rdpid() -> u64 {
+    let aux: u64;
+    // SAFETY: the caller guarantees RDPID. `rdpid rax` (F3 0F C7 /7, ModRM F8)
+    // writes only RAX, reads no memory and touches no flag and no stack.
+    unsafe {
+        asm!(
+            ".byte 0xf3, 0x0f, 0xc7, 0xf8",
+            out("rax") aux,
+            options(nomem, nostack, preserves_flags)
+        );
+    }
+    aux
+}
+
 /// Whether a TLB shootdown on this CPU interrupts every other CPU that runs a thread
 /// of the process: false where the CPU has INVLPGB (CPUID.8000_0008:EBX\[3\]), which
 /// Linux 6.15 and later may use to flush other CPUs' TLBs without an interrupt.

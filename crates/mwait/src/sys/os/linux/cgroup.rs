@@ -26,7 +26,7 @@
 //! `std::thread::available_parallelism` reads on Linux): the first thread to wait may
 //! have pinned itself to one CPU, as latency-sensitive programs do, and the defaults
 //! are settled once per process. Where the threads actually run is a per-wait fact
-//! that the ladder reads itself (`sched_getcpu`).
+//! that the ladder reads itself (`current_cpu`).
 //!
 //! Every file is read once, when detection runs. A file that is missing, unreadable
 //! or malformed imposes no limit (the parsers return `None`, never panic), and when

@@ -1,7 +1,8 @@
 //! What every park and every notify of this process reads, on one cache line: a
 //! park that wakes after a long sleep misses on each line it reads. Each field is
 //! written once, or on a failure, so the line stays shared between the CPUs that
-//! read it. The barrier (`barrier.rs`) keeps its mode, flags and fork count here.
+//! read it. The barrier (`barrier.rs`) keeps its mode, flags and fork count here,
+//! and `cpus.rs` where it reads the calling thread's CPU number.
 
 use super::barrier::NOTIFY_FENCED;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8};
@@ -22,6 +23,10 @@ pub(super) struct ReadMostly {
     pub(super) sliced: AtomicBool,
     /// Set by `register_at_load` when the kernel accepted the registration.
     pub(super) registered_at_load: AtomicBool,
+    /// Where `current_cpu` reads the CPU number: `CPU_SOURCE_UNKNOWN` until its
+    /// first call, then `CPU_FROM_TSC_AUX` or `CPU_FROM_LIBC` for good (pending
+    /// in between while the calls run on CPU 0).
+    pub(super) cpu_source: AtomicU8,
     /// See `fork_generation`.
     pub(super) fork_generation: AtomicU32,
     /// See `registered` in `barrier.rs`.
@@ -35,6 +40,7 @@ pub(super) static LINE: ReadMostly = ReadMostly {
     barrier_lost: AtomicBool::new(false),
     sliced: AtomicBool::new(false),
     registered_at_load: AtomicBool::new(false),
+    cpu_source: AtomicU8::new(super::cpus::CPU_SOURCE_UNKNOWN),
     fork_generation: AtomicU32::new(0),
     registered: OnceLock::new(),
     fork_handler: OnceLock::new(),
