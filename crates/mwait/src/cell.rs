@@ -18,10 +18,10 @@ use std::fmt;
 /// line: read by waiters, written only by waiters (and the wake stamp, on the notify
 /// slow path while a waiter measures). The statistics are eight 32-bit counters, so
 /// the cell stays 256 bytes, and they sit past offset 128, in the second 128-byte
-/// pair of lines, with the `caught` flag: a waiter writes them on every wait, and the line beside the monitor
-/// line (in its 128-byte pair, which adjacent-line prefetchers fetch together into the
-/// notifier's cache, and where the notifier reads `state` on every notify) is kept to
-/// what waiters mostly read.
+/// pair of lines, with the `caught` flag: a waiter writes them on every wait, and
+/// the line beside the monitor line (in its 128-byte pair, which adjacent-line
+/// prefetchers fetch together into the notifier's cache, and where the notifier
+/// reads `state` on every notify) is kept to what waiters mostly read.
 #[repr(C)]
 struct WaiterLine {
     adapt: Adaptive,
