@@ -18,7 +18,7 @@ use crate::Signal;
 use mwait_support::{pin_to_cpu, thread_cpu_time, unpin};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -158,12 +158,63 @@ pub fn idle_block_on_cpu_for(block_on: BlockOn, fresh: bool, wait: Duration) -> 
     thread::spawn(measure).join().expect("the measuring thread")
 }
 
-/// The CPU time (ns) of one park of `wait` on a new parker (`mwait`: an
-/// `mwait::Parker`, else a `parking::Parker`, the one futures-lite's `block_on`
-/// uses), which another thread unparks `wait` later, on a new thread whose first
-/// park this is (`fresh`) or on one that parked a parker of the same kind for 1 ms
-/// first.
-pub fn idle_park_cpu_for(mwait: bool, fresh: bool, wait: Duration) -> u64 {
+/// The parkers that [`idle_park_cpu_for`] compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParkerKind {
+    /// `parking::Parker`, the one futures-lite's `block_on` uses.
+    Stock,
+    /// `mwait::Parker`.
+    Mwait,
+    /// [`BareParker`]: what any futex-based parker pays at the least.
+    Bare,
+}
+
+/// The least a futex-based parker can be: a word that holds the token, an exchange
+/// to take it, and a `FUTEX_WAIT` while it is not there; no learning, no counts, no
+/// spin. A reference for the other parkers' idle parks, not a parker to use (an
+/// unpark always makes the system call, parked or not).
+pub struct BareParker(AtomicU32);
+
+impl BareParker {
+    /// A parker without a token, shared with its unparking side.
+    pub fn pair() -> (Arc<BareParker>, Arc<BareParker>) {
+        let p = Arc::new(BareParker(AtomicU32::new(0)));
+        (p.clone(), p)
+    }
+
+    /// Blocks until the token is there, and takes it.
+    pub fn park(&self) {
+        while self.0.swap(0, Ordering::Acquire) == 0 {
+            // The kernel sleeps only while the word is still 0.
+            self.futex(libc::FUTEX_WAIT, 0);
+        }
+    }
+
+    /// Sets the token and wakes the parker.
+    pub fn unpark(&self) {
+        self.0.store(1, Ordering::Release);
+        self.futex(libc::FUTEX_WAKE, 1);
+    }
+
+    fn futex(&self, op: libc::c_int, val: u32) {
+        // SAFETY: the word is a valid aligned u32 that outlives the call; no
+        // timeout is passed.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.0.as_ptr(),
+                op | libc::FUTEX_PRIVATE_FLAG,
+                val,
+                std::ptr::null::<libc::timespec>(),
+            );
+        }
+    }
+}
+
+/// The CPU time (ns) of one park of `wait` on a new parker of `kind`, which another
+/// thread unparks `wait` later, on a new thread whose first park this is (`fresh`)
+/// or on one that parked a parker of the same kind for 1 ms first.
+pub fn idle_park_cpu_for(kind: ParkerKind, fresh: bool, wait: Duration) -> u64 {
     fn run<P, U: Send + 'static>(
         new: fn() -> (P, U),
         park: fn(&P),
@@ -188,32 +239,30 @@ pub fn idle_park_cpu_for(mwait: bool, fresh: bool, wait: Duration) -> u64 {
         }
         mwait_support::duration_ns(park_after(wait))
     }
-    let measure = move || {
-        if mwait {
-            run(
-                || {
-                    let p = mwait::Parker::new();
-                    let u = p.unparker();
-                    (p, u)
-                },
-                mwait::Parker::park,
-                |u| {
-                    u.unpark();
-                },
-                fresh,
-                wait,
-            )
-        } else {
-            run(
-                parking::pair,
-                parking::Parker::park,
-                |u| {
-                    u.unpark();
-                },
-                fresh,
-                wait,
-            )
-        }
+    let measure = move || match kind {
+        ParkerKind::Mwait => run(
+            || {
+                let p = mwait::Parker::new();
+                let u = p.unparker();
+                (p, u)
+            },
+            mwait::Parker::park,
+            |u| {
+                u.unpark();
+            },
+            fresh,
+            wait,
+        ),
+        ParkerKind::Stock => run(
+            parking::pair,
+            parking::Parker::park,
+            |u| {
+                u.unpark();
+            },
+            fresh,
+            wait,
+        ),
+        ParkerKind::Bare => run(BareParker::pair, |p| p.park(), |u| u.unpark(), fresh, wait),
     };
     thread::spawn(measure).join().expect("the measuring thread")
 }
@@ -449,6 +498,39 @@ mod tests {
         }));
         sender.join().expect("the sender thread");
         assert_eq!(got, 20_000);
+    }
+
+    #[test]
+    fn the_bare_parker_keeps_a_token_and_each_parker_idles() {
+        // A token set before the park is taken at once, and only once.
+        let (p, u) = BareParker::pair();
+        u.unpark();
+        p.park();
+        assert_eq!(p.0.load(Ordering::Relaxed), 0, "the park took the token");
+        // One unpark per park, each sent once the last park returned, before or
+        // after the next park sleeps: a lost wake or token hangs the test.
+        let (p, u) = BareParker::pair();
+        let taken = Arc::new(AtomicU32::new(0));
+        let seen = taken.clone();
+        let parker = thread::spawn(move || {
+            for _ in 0..2_000 {
+                p.park();
+                seen.fetch_add(1, Ordering::Release);
+            }
+        });
+        for i in 1..=2_000 {
+            u.unpark();
+            while taken.load(Ordering::Acquire) < i {
+                thread::yield_now();
+            }
+        }
+        parker.join().expect("the parking thread");
+        for kind in [ParkerKind::Stock, ParkerKind::Mwait, ParkerKind::Bare] {
+            for fresh in [true, false] {
+                let cpu = idle_park_cpu_for(kind, fresh, Duration::from_millis(2));
+                assert!(cpu > 0, "{kind:?}: a park costs some CPU");
+            }
+        }
     }
 
     #[test]

@@ -71,12 +71,13 @@
 //!   (`spawn_one`, `yield_now`, `channels`) on one side (`stock` or `mwait`) alone
 //!   for `SECONDS`: the median ns per iteration and the process's CPU time and
 //!   context switches per iteration, to run under `strace -f -c` side by side.
-//! - `fresh-idle [WAIT_MS [PAIRS]]`: the bench's idle `block_on` (`clients`), then a
-//!   raw park on a new parker (`parking::Parker` against `mwait::Parker`), each
+//! - `fresh-idle [WAIT_MS [ROUNDS]]`: the bench's idle `block_on` (`clients`), then a
+//!   raw park on a new parker (`parking::Parker` against `mwait::Parker`, and the
+//!   least a futex parker can be, `clients::BareParker`, as the floor of both), each
 //!   wait `WAIT_MS` (200) long, on threads whose first wait it is and on threads that
-//!   waited before: `PAIRS` (41) of each kind, stock and mwait in turns (the first
-//!   side alternating); per kind the median CPU of each side, the median of the
-//!   pairs' ratios and the ratio of the medians.
+//!   waited before: `ROUNDS` (41) of each kind, the sides in turns (the first side
+//!   rotating); per kind the median CPU of each side, and against stock's the median
+//!   of the rounds' ratios and the ratio of the medians.
 //! - `first-wake [PROCESSES [NAMES...]]`: the first wait of a fresh process, one
 //!   that parks: `PROCESSES` (15) children per named mechanism (`waitcell futex`),
 //!   in turns, each this binary started again; in each, the main thread waits for
@@ -592,38 +593,52 @@ fn atomic() {
     );
 }
 
-fn fresh_idle(wait: Duration, pairs: usize) {
-    use mwait_benches::clients::{idle_block_on_cpu_for, idle_park_cpu_for, SIDES};
+fn fresh_idle(wait: Duration, rounds: usize) {
+    use mwait_benches::clients::{idle_block_on_cpu_for, idle_park_cpu_for, ParkerKind, SIDES};
     // The process's one-time work (detection, the selection's self-test, the first
-    // allocations) on a thread of its own, not in the first pair.
+    // allocations) on a thread of its own, not in the first round.
     for (_, b) in SIDES {
         idle_block_on_cpu_for(b, true, Duration::from_millis(1));
     }
+    // Side `k`: 0 stock, 1 mwait (as in `SIDES`), 2 the bare futex parker; on a
+    // fresh thread or not.
     let block_on = |k: usize, fresh| idle_block_on_cpu_for(SIDES[k].1, fresh, wait);
-    let park = |k: usize, fresh| idle_park_cpu_for(k == 1, fresh, wait);
-    // Side `k` of `SIDES` (0: stock, 1: mwait), on a fresh thread or not.
+    const PARKERS: [ParkerKind; 3] = [ParkerKind::Stock, ParkerKind::Mwait, ParkerKind::Bare];
+    let park = |k: usize, fresh| idle_park_cpu_for(PARKERS[k], fresh, wait);
     type Measure<'a> = &'a dyn Fn(usize, bool) -> u64;
-    let ways: [(&str, Measure); 2] = [("block_on", &block_on), ("Parker::park", &park)];
-    for (what, measure) in ways {
+    let ways: [(&str, Measure, usize); 2] =
+        [("block_on", &block_on, 2), ("Parker::park", &park, 3)];
+    for (what, measure, sides) in ways {
         for (kind, fresh) in [("fresh thread", true), ("warm thread", false)] {
-            let mut cpu: [Vec<f64>; 2] = Default::default();
-            let mut ratios = Vec::new();
-            for p in 0..pairs {
-                let mut pair = [0.0; 2];
-                for k in [p % 2, 1 - p % 2] {
-                    pair[k] = measure(k, fresh) as f64;
-                    cpu[k].push(pair[k]);
+            let mut cpu: [Vec<f64>; 3] = Default::default();
+            let mut ratios: [Vec<f64>; 3] = Default::default();
+            for p in 0..rounds {
+                let mut round = [0.0; 3];
+                // The sides in a rotated order, so that none always goes first.
+                for i in 0..sides {
+                    let k = (p + i) % sides;
+                    round[k] = measure(k, fresh) as f64;
+                    cpu[k].push(round[k]);
                 }
-                ratios.push(pair[1] / pair[0]);
+                for k in 1..sides {
+                    ratios[k].push(round[k] / round[0]);
+                }
             }
-            let (s, m) = (median(&cpu[0]), median(&cpu[1]));
-            println!(
-                "{kind}, {} ms idle {what}, {pairs} pairs: stock {s:.0} ns, mwait {m:.0} ns of \
-                 CPU; median of the pairs' ratios {:.3}x, ratio of the medians {:.3}x",
-                wait.as_millis(),
-                median(&ratios),
-                m / s
+            let s = median(&cpu[0]);
+            print!(
+                "{kind}, {} ms idle {what}, {rounds} rounds: stock {s:.0} ns",
+                wait.as_millis()
             );
+            for (k, name) in ["mwait", "bare futex"].iter().enumerate().take(sides - 1) {
+                let m = median(&cpu[k + 1]);
+                print!(
+                    "; {name} {m:.0} ns, median of the rounds' ratios {:.3}x, ratio of \
+                     the medians {:.3}x",
+                    median(&ratios[k + 1]),
+                    m / s
+                );
+            }
+            println!(" (CPU of the waiting thread)");
         }
     }
 }
@@ -1263,9 +1278,9 @@ fn main() {
         ["park-segments", gap, rounds] => park_segments(gap, rounds),
         ["fresh-idle"] => fresh_idle(Duration::from_millis(200), 41),
         ["fresh-idle", ms] => fresh_idle(Duration::from_millis(ms.parse().expect("ms")), 41),
-        ["fresh-idle", ms, pairs] => fresh_idle(
+        ["fresh-idle", ms, rounds] => fresh_idle(
             Duration::from_millis(ms.parse().expect("ms")),
-            pairs.parse().expect("pairs"),
+            rounds.parse().expect("rounds"),
         ),
         _ => {
             eprintln!(
@@ -1276,7 +1291,7 @@ fn main() {
                  | pattern-switch | spsc-placement [ROUNDS] | stalled-pingpong EVERY \
                  | atomic \
                  | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS \
-                 | fresh-idle [WAIT_MS [PAIRS]] | first-wake [PROCESSES [IMPL...]] \
+                 | fresh-idle [WAIT_MS [ROUNDS]] | first-wake [PROCESSES [IMPL...]] \
                  | cold-long-wait [ROUNDS] | steady-park WAKES [parker] \
                  | fresh-park WAIT_MS [ROUNDS [block_on]] | park-segments GAP_US [ROUNDS]"
             );
