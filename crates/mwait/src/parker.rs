@@ -71,7 +71,7 @@ impl Token {
     }
 
     fn park(&self) {
-        self.cell.wait_until(|v| v == NOTIFIED);
+        self.cell.wait_parker(|v| v == NOTIFIED);
         let took = self.take();
         debug_assert!(took, "only the parker's thread empties the cell");
     }

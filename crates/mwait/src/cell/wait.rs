@@ -72,6 +72,13 @@ impl WaitCell {
         if pred(v) {
             return ladder::end(&self.waiters.stats, Outcome::before_ladder(v, Ended::Entry)).value;
         }
+        self.after_first_look(pred, policy)
+    }
+
+    /// An untimed wait after a first look that missed: the inline spin, then the
+    /// ladder.
+    #[inline(always)]
+    fn after_first_look(&self, mut pred: impl FnMut(u32) -> bool, policy: &WaitPolicy) -> u32 {
         if let Some(v) = self.inline_spin(&mut pred, policy) {
             return ladder::end(
                 &self.waiters.stats,
@@ -82,6 +89,27 @@ impl WaitCell {
         let v = self.climb(pred, None, policy).value;
         stamp::mark(Point::Ended);
         v
+    }
+
+    /// The untimed wait of a `Parker` (this is its token's cell): the idle park
+    /// (`ladder::park_idle`: the first look, then a park at once, without the
+    /// ladder's decision, when nothing says the token is near); else the wait of
+    /// [`wait_until`](Self::wait_until), whose inline spin and ladder are for a
+    /// token that is near.
+    #[inline(always)]
+    pub(crate) fn wait_parker(&self, mut pred: impl FnMut(u32) -> bool) -> u32 {
+        match ladder::park_idle(self.waiter(), &mut pred, &self.waiters.policy) {
+            Some(v) => v,
+            None => self.wait_near(pred),
+        }
+    }
+
+    /// [`wait_until`](Self::wait_until) after its first look, which the idle park
+    /// made, for [`wait_parker`](Self::wait_parker): out of its caller's body, which
+    /// is the idle park's way back from its sleep.
+    #[inline(never)]
+    fn wait_near(&self, pred: impl FnMut(u32) -> bool) -> u32 {
+        self.after_first_look(pred, &self.waiters.policy)
     }
 
     /// The ladder of a wait. A predicate that captures something goes to it by

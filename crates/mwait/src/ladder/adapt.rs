@@ -383,6 +383,14 @@ pub(crate) fn take_notified() -> bool {
     NOTIFIED.with(|c| c.replace(false))
 }
 
+/// Whether this thread has a note for its next wait ([`note_notified`],
+/// [`note_woke`]), without taking it: a parker's wait without one parks through
+/// [`park::idle`](super::park::idle), which has nothing to take.
+#[inline(always)]
+pub(crate) fn notes_pending() -> bool {
+    NOTIFIED.with(Cell::get) || WOKE.with(|c| c.get() != Woke::Nobody)
+}
+
 /// Notes what this thread's wake of a parked waiter (on any cell) found.
 #[inline]
 pub(crate) fn note_woke(w: Woke) {

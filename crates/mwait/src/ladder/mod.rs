@@ -29,6 +29,7 @@ mod filter;
 pub(crate) mod load;
 pub(crate) mod outcome;
 mod park;
+pub(crate) use park::idle as park_idle;
 pub(crate) mod stats;
 pub(crate) mod word;
 

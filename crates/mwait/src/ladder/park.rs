@@ -1,6 +1,9 @@
-//! Tier 3, the park: [`park_tier`] for a wait that climbed to it, and [`at_once`]
-//! for a wait that will neither spin nor wait in hardware, which parks without
-//! building the climb. Both sleep through one loop, [`park_until`].
+//! Tier 3, the park: [`park_tier`] for a wait that climbed to it, [`at_once`] for a
+//! wait that will neither spin nor wait in hardware, which parks without building
+//! the climb, and [`idle`] for the commonest of those, a parker's untimed wait
+//! without evidence, which parks without the ladder's decision at all. The first
+//! two sleep through one loop, [`park_until`]; all three through the word's park
+//! half (`MonitorLine::park`).
 //!
 //! Most waits that park take the second way: under the default policy, a wait on a
 //! cell whose spins keep failing (a consumer fed every millisecond) spins only on a
@@ -12,11 +15,14 @@
 //! cannot apply. After an idle spell its code and data are cold, and each line it
 //! does not touch is a cache miss the park does not pay (`docs/clients.md`).
 
+use super::adapt;
 use super::outcome::{Ended, Outcome};
 use super::word::{ValueOf, Word};
-use super::{end, estimate, spin, Climb, Learning, Start, NO_PARK_SPIN_ROUND_NS};
+use super::{end, estimate, spin, Climb, Learning, Start, Waiter, NO_PARK_SPIN_ROUND_NS};
 use crate::backend::Watched;
+use crate::policy::WaitPolicy;
 use crate::primitive::yield_now;
+use crate::primitive::Ordering;
 use crate::sys::clock::now_ns;
 use crate::sys::park::Parked;
 use crate::sys::stamp::{self, Point};
@@ -49,6 +55,71 @@ pub(super) fn at_once<'a, W: Word<'a>>(
             slept,
         },
     )
+}
+
+/// The untimed wait of a `Parker`: a first look, then, if the token is not there
+/// and nothing says it is near (this thread has no note for its wait,
+/// `adapt::notes_pending`; the cell's last spin did not catch the change; `policy`
+/// parks and adapts), the park that the ladder would decide on at once
+/// ([`at_once`]: no spin, no hardware wait, no clock), made without the ladder's
+/// general start, and learnt and counted as [`at_once`] does. Returns the value the
+/// predicate accepted, or `None` (nothing written, no note taken) when the first
+/// look missed and one of those does not hold: the caller then waits as
+/// `WaitCell::wait_until` does.
+///
+/// After an idle spell every line a park touches is cold, and a fresh thread's
+/// first park runs on lines no thread has touched for as long: each line this path
+/// does not touch is a miss the park does not pay, and the path runs in one
+/// function, the order it is written in (`docs/clients.md`).
+#[inline(never)]
+pub(crate) fn idle<P: FnMut(u32) -> bool>(
+    cell: Waiter<'_>,
+    pred: &mut P,
+    policy: &WaitPolicy,
+) -> Option<u32> {
+    stamp::mark(Point::Entry);
+    let v = cell.line.value.load(Ordering::Acquire);
+    if pred(v) {
+        return Some(end(cell.stats, Outcome::before_ladder(v, Ended::Entry)).value);
+    }
+    stamp::mark(Point::Ladder);
+    if adapt::notes_pending() || cell.caught.get() {
+        return None;
+    }
+    let pol = policy.resolve();
+    if !(pol.park && pol.adaptive) {
+        return None;
+    }
+    stamp::mark(Point::Decided);
+    let mut slept = false;
+    let value = loop {
+        let v = cell.line.value.load(Ordering::Acquire);
+        if pred(v) {
+            break v;
+        }
+        // As `park_until` for a wait without evidence: the notifier that wakes it
+        // learns where it slept; nothing is measured and no clock is read.
+        cell.adapt.note_parking();
+        cell.caught.note(false);
+        let parked = cell.line.park(cell.sleepers, &mut *pred, None);
+        stamp::mark(Point::Withdrawn);
+        match parked {
+            Ok(v) => break v,
+            Err(Parked::Woken) => slept = true,
+            // The value changed before the kernel put us to sleep; an untimed
+            // park does not time out, but a look again is right either way.
+            Err(Parked::Changed | Parked::TimedOut) => {}
+        }
+    };
+    if !slept {
+        // As `at_once`: the change came on the way to the sleep, as a spin would
+        // have caught it.
+        cell.adapt.record_spin(true);
+        cell.caught.note(true);
+    }
+    cell.stats.record(Ended::Park);
+    stamp::mark(Point::Ended);
+    Some(value)
 }
 
 /// Tier 3 of a climb: park until the predicate holds or the deadline passes (or,

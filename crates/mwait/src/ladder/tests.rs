@@ -309,6 +309,112 @@ fn a_wait_that_parks_at_once_learns_as_the_climb_does() {
     }
 }
 
+/// A `Parker`'s wait through the idle park waits as the first look and the ladder
+/// would for a wait without evidence: a value there at the first look ends it
+/// there, one that the next look finds (it came before the sleep) counts as caught,
+/// one that wakes it from its sleep counts a park; each learns and counts the same.
+#[test]
+fn the_idle_park_waits_and_learns_as_the_ladder_does() {
+    let policy = WaitPolicy::new();
+    let pol = policy.resolve();
+    // The first look, then the ladder of `WaitCell::wait_until` (no hardware tier).
+    let ladder = |cell: Waiter<'_>, pred: &mut dyn FnMut(u32) -> bool| {
+        let v = cell.line.value.load(Ordering::Acquire);
+        match pred(v) {
+            true => end(cell.stats, Outcome::before_ladder(v, Ended::Entry)).value,
+            false => climb(cell, pred, None, pol, None::<&SimMonitor>).value,
+        }
+    };
+    // Each way on a fresh parker's cell; `looks`: the look that accepts the value
+    // (a store comes from another thread once the waiter is counted, if 0).
+    let run = |idle: bool, looks: u32| {
+        let mut parts = Parts::new(1);
+        parts.sleepers = Sleepers::new(false, true);
+        if looks == 0 {
+            parts.line.value.store(0, Ordering::Relaxed);
+        }
+        let cell = parts.waiter();
+        let v = std::thread::scope(|s| {
+            if looks == 0 {
+                s.spawn(|| {
+                    while parts.line.parked() == 0 {
+                        std::thread::yield_now();
+                    }
+                    parts.line.store(&parts.sleepers, 1, &Quiet);
+                });
+            }
+            let _ = (adapt::take_woke(), adapt::take_notified());
+            let mut seen = 0;
+            let mut pred = |v: u32| {
+                seen += 1;
+                v == 1 && (looks == 0 || seen >= looks)
+            };
+            match idle {
+                true => park::idle(cell, &mut pred, &policy).expect("no evidence"),
+                false => ladder(cell, &mut pred),
+            }
+        });
+        (v, learnt(&parts))
+    };
+    // A woken wait may find the value before it sleeps; each way is run until it
+    // learnt that it slept (it did not count as caught).
+    let woken = |idle| {
+        (0..100)
+            .map(|_| run(idle, 0))
+            .find(|(_, (_, caught, _))| !caught)
+            .expect("a waiter that sleeps before the store")
+    };
+    for (a, b) in [(run(true, 1), run(false, 1)), (run(true, 2), run(false, 2))]
+        .into_iter()
+        .chain([(woken(true), woken(false))])
+    {
+        assert_eq!(a, b);
+    }
+    assert_eq!(
+        run(true, 2).1 .2.park,
+        1,
+        "a wait past the first look counts"
+    );
+    assert_eq!(woken(true).1 .2.park, 1);
+}
+
+/// The idle park takes only a `Parker`'s wait without evidence: with a note of this
+/// thread's, a caught last wait, or a policy that does not adapt or does not park,
+/// it leaves the wait to the ladder (`None`) and the note where it was.
+#[test]
+fn the_idle_park_leaves_a_wait_with_evidence_to_the_ladder() {
+    let mut parts = Parts::new(0);
+    parts.sleepers = Sleepers::new(false, true);
+    let cell = parts.waiter();
+    let default = WaitPolicy::new();
+    // A second look would be the park's: the test fails there, rather than sleep.
+    let idle = |policy: &WaitPolicy| {
+        let mut looks = 0;
+        park::idle(
+            cell,
+            &mut |v| {
+                looks += 1;
+                assert_eq!(looks, 1, "the idle park went on past its first look");
+                v == 1
+            },
+            policy,
+        )
+    };
+    let _ = (adapt::take_woke(), adapt::take_notified());
+    adapt::note_notified();
+    assert_eq!(idle(&default), None);
+    assert!(adapt::take_notified(), "the note is left for the ladder");
+    adapt::note_woke(Woke::Partner);
+    assert_eq!(idle(&default), None);
+    assert_eq!(adapt::take_woke(), Woke::Partner, "so is a wake's");
+    parts.caught.note(true);
+    assert_eq!(idle(&default), None);
+    parts.caught.note(false);
+    assert_eq!(idle(&default.adaptive(false)), None);
+    assert_eq!(idle(&default.park(false)), None);
+    assert_eq!(parts.stats.snapshot().waits(), 0, "none of them counted");
+}
+
 #[test]
 fn the_hardware_tier_rechecks_after_every_episode() {
     let hw = SimMonitor::scripted(3, 7, HwWake::Woken);
