@@ -92,14 +92,14 @@ impl WaitCell {
     }
 
     /// The untimed wait of a `Parker` (this is its token's cell): the idle park
-    /// (`ladder::park_idle`: the first look, then a park at once, without the
-    /// ladder's decision, when nothing says the token is near); else the wait of
+    /// (`ladder::park_idle`: the first look, then the park without the climb,
+    /// `ladder::park::without_climb`, when nothing says the token is near); else the wait of
     /// [`wait_until`](Self::wait_until), whose inline spin and ladder are for a
     /// token that is near.
     #[inline(always)]
     pub(crate) fn wait_parker(&self, mut pred: impl FnMut(u32) -> bool) -> u32 {
         match ladder::park_idle(self.waiter(), &mut pred, &self.waiters.policy) {
-            Some(v) => v,
+            Some(outcome) => outcome.value,
             None => self.wait_near(pred),
         }
     }
@@ -129,9 +129,24 @@ impl WaitCell {
         policy: &WaitPolicy,
     ) -> Outcome {
         if std::mem::size_of_val(&pred) == 0 {
-            ladder::run(self.waiter(), &mut pred, deadline_ns, policy)
+            self.ladder(&mut pred, deadline_ns, policy)
         } else {
             self.climb_out_of_line(pred, deadline_ns, policy)
+        }
+    }
+
+    /// The ladder's entry for a wait with or without a deadline: an untimed wait
+    /// may park without the climb (`ladder::untimed`).
+    #[inline(always)]
+    fn ladder(
+        &self,
+        pred: &mut dyn FnMut(u32) -> bool,
+        deadline_ns: Option<u64>,
+        policy: &WaitPolicy,
+    ) -> Outcome {
+        match deadline_ns {
+            None => ladder::untimed(self.waiter(), pred, policy),
+            Some(_) => ladder::run(self.waiter(), pred, deadline_ns, policy),
         }
     }
 
@@ -143,7 +158,7 @@ impl WaitCell {
         deadline_ns: Option<u64>,
         policy: &WaitPolicy,
     ) -> Outcome {
-        ladder::run(self.waiter(), &mut pred, deadline_ns, policy)
+        self.ladder(&mut pred, deadline_ns, policy)
     }
 
     /// The first loads of the spin tier inline, in the caller's frame

@@ -194,6 +194,25 @@ impl Adaptive {
         }
     }
 
+    /// Whether the next wait skips its spin, as [`spins`](Self::spins)`(false)`
+    /// would answer `false`, and with the same effect: the score is below the
+    /// threshold and no probe is due, and one wait of the gap is counted. Where a
+    /// probe is due (or the score allows a spin) it writes nothing and answers
+    /// `false`, leaving the probe to the ladder's [`spins`](Self::spins).
+    #[inline]
+    pub(crate) fn skip(&self) -> bool {
+        if self.score() >= SCORE_SPIN_MIN {
+            return false;
+        }
+        match self.skips.load(Relaxed) {
+            0 => false,
+            left => {
+                self.skips.store(left - 1, Relaxed);
+                true
+            }
+        }
+    }
+
     /// Records whether a spin caught the change.
     #[inline]
     pub(crate) fn record_spin(&self, success: bool) {

@@ -11,7 +11,10 @@
 //!
 //! A wait first decides its spin budget ([`Start`]); one whose budget is 0 and that
 //! has no hardware tier to try parks at once ([`park::at_once`]), through the same
-//! park loop, without building the climb.
+//! park loop, without building the climb. An untimed wait on a cell enters through
+//! [`untimed`], which parks the commonest of those without the ladder's start at all
+//! ([`park::without_climb`]: a consumer whose spins keep failing, a parker's idle
+//! wait).
 //!
 //! What the climb knows and learns on its way is one record, [`Climb`]: whether this
 //! thread just handed off to a parked partner, whether spinning can help, whether it
@@ -396,6 +399,25 @@ pub(crate) fn run(
     // wait that parks at once comes back through one frame less (and one call
     // through the GOT less), on code that its sleep took from the caches.
     ladder(cell.word(), cell.learning(), pred, deadline, policy)
+}
+
+/// [`run`] for an untimed wait whose first look (and inline spin) missed: the park
+/// without the climb where the wait is one that parks at once without evidence
+/// ([`park::without_climb`]: a consumer whose spins keep failing, a parker's idle
+/// wait), else the ladder. The waits that park that way do not enter [`run`], whose
+/// frame holds the climb.
+#[cold]
+#[inline(never)]
+pub(crate) fn untimed(
+    cell: Waiter<'_>,
+    pred: &mut dyn FnMut(u32) -> bool,
+    policy: &WaitPolicy,
+) -> Outcome {
+    stamp::mark(Point::Ladder);
+    match park::without_climb(cell, pred, policy, cell.sleepers.parker()) {
+        Some(outcome) => outcome,
+        None => run(cell, pred, None, policy),
+    }
 }
 
 /// [`run`] on any [`Word`], learning and counting in `learning`.

@@ -1,19 +1,23 @@
 //! Tier 3, the park: [`park_tier`] for a wait that climbed to it, [`at_once`] for a
 //! wait that will neither spin nor wait in hardware, which parks without building
-//! the climb, and [`idle`] for the commonest of those, a parker's untimed wait
-//! without evidence, which parks without the ladder's decision at all. The first
-//! two sleep through one loop, [`park_until`]; all three through the word's park
-//! half (`MonitorLine::park`).
+//! the climb, and [`without_climb`] for the commonest of those, an untimed wait
+//! without evidence that the change is near, which parks without the ladder's
+//! decision at all ([`idle`] is a `Parker`'s way to it, with its first look). The
+//! first two sleep through one loop, [`park_until`]; all three through the word's
+//! park half (`MonitorLine::park`).
 //!
-//! Most waits that park take the second way: under the default policy, a wait on a
+//! Most waits that park take the third way: under the default policy, a wait on a
 //! cell whose spins keep failing (a consumer fed every millisecond) spins only on a
 //! probe, and a parker's wait without evidence that a token is near (an executor's
-//! idle worker) never spins. Such a wait decides that it will not climb from what
-//! the climb itself would read first ([`Start`]) and then runs the park loop and the
-//! learning that the climb's end applies to a wait that did not spin, and nothing
-//! else: no climb record built, no tier's checks, no branch of the climb's end that
-//! cannot apply. After an idle spell its code and data are cold, and each line it
-//! does not touch is a cache miss the park does not pay (`docs/clients.md`).
+//! idle worker) never spins. Such a wait parks from what it reads first (this
+//! thread's notes, the cell's last catch, the policy, the cell's score) and then
+//! runs the park loop and the learning that the climb's end applies to a wait that
+//! did not spin, and nothing else: no climb record built, no tier's checks, no
+//! branch of the climb's end that cannot apply, no frame of the ladder's. After an
+//! idle spell its code and data are cold, and each line it does not touch is a
+//! cache miss the park does not pay (`docs/clients.md`). A timed wait, a wait on a
+//! bare atomic, and a wait whose thread has a note to take decide in the ladder's
+//! general start ([`Start`]) and park at once from there.
 
 use super::adapt;
 use super::outcome::{Ended, Outcome};
@@ -57,32 +61,52 @@ pub(super) fn at_once<'a, W: Word<'a>>(
     )
 }
 
-/// The untimed wait of a `Parker`: a first look, then, if the token is not there
-/// and nothing says it is near (this thread has no note for its wait,
-/// `adapt::notes_pending`; the cell's last spin did not catch the change; `policy`
-/// parks and adapts), the park that the ladder would decide on at once
-/// ([`at_once`]: no spin, no hardware wait, no clock), made without the ladder's
-/// general start, and learnt and counted as [`at_once`] does. Returns the value the
-/// predicate accepted, or `None` (nothing written, no note taken) when the first
-/// look missed and one of those does not hold: the caller then waits as
+/// The untimed wait of a `Parker` (on its token's cell, a parker's): a first look,
+/// then, if the token is not there, [`without_climb`]. Returns how the wait ended,
+/// or `None` (nothing written, no note taken) when the first look missed and the
+/// wait is not one that [`without_climb`] makes: the caller then waits as
 /// `WaitCell::wait_until` does.
-///
-/// After an idle spell every line a park touches is cold, and a fresh thread's
-/// first park runs on lines no thread has touched for as long: each line this path
-/// does not touch is a miss the park does not pay, and the path runs in one
-/// function, the order it is written in (`docs/clients.md`).
 #[inline(never)]
 pub(crate) fn idle<P: FnMut(u32) -> bool>(
     cell: Waiter<'_>,
     pred: &mut P,
     policy: &WaitPolicy,
-) -> Option<u32> {
+) -> Option<Outcome> {
     stamp::mark(Point::Entry);
     let v = cell.line.value.load(Ordering::Acquire);
     if pred(v) {
-        return Some(end(cell.stats, Outcome::before_ladder(v, Ended::Entry)).value);
+        return Some(end(cell.stats, Outcome::before_ladder(v, Ended::Entry)));
     }
     stamp::mark(Point::Ladder);
+    debug_assert!(cell.sleepers.parker(), "a Parker's cell is a parker's");
+    without_climb(cell, pred, policy, true)
+}
+
+/// The park that the ladder would decide on at once ([`at_once`]: no spin, no
+/// hardware wait), made without the ladder's general start, and learnt and
+/// counted as [`at_once`] does, for an untimed wait whose first look missed and
+/// that nothing says will end soon: this thread has no note for its wait
+/// (`adapt::notes_pending`), the cell's last spin did not catch the change, and
+/// `policy` parks and adapts. On a parker's cell that is all: its wait spins only
+/// on evidence, and reads no clock. On a plain cell the policy also has no
+/// hardware tier to try, and the cell's spins keep failing (`Adaptive::skip`: no
+/// probe is due); one park in `WAKE_SAMPLE_EVERY` measures its wake-up, as the
+/// ladder's do. Returns how the wait ended, or `None` (nothing written, no note
+/// taken) when the wait is not one of these. `parker`: whether the cell is a
+/// parker's (`Sleepers::parker`), given as a constant where the caller knows it.
+///
+/// These are the commonest waits that sleep, an executor's idle worker and the
+/// consumer of a slow producer. After an idle spell every line a park touches is
+/// cold, and a fresh thread's first park runs on lines no thread has touched for as
+/// long: each line this path does not touch is a miss the park does not pay, and
+/// the path runs in one function, the order it is written in (`docs/clients.md`).
+#[inline(always)]
+pub(super) fn without_climb<P: Predicate + ?Sized>(
+    cell: Waiter<'_>,
+    pred: &mut P,
+    policy: &WaitPolicy,
+    parker: bool,
+) -> Option<Outcome> {
     if adapt::notes_pending() || cell.caught.get() {
         return None;
     }
@@ -90,19 +114,34 @@ pub(crate) fn idle<P: FnMut(u32) -> bool>(
     if !(pol.park && pol.adaptive) {
         return None;
     }
+    let measures = !parker;
+    if measures && (pol.hw_wanted() || (pol.spin_ns > 0 && !cell.adapt.skip())) {
+        return None;
+    }
     stamp::mark(Point::Decided);
     let mut slept = false;
     let value = loop {
         let v = cell.line.value.load(Ordering::Acquire);
-        if pred(v) {
+        if pred.test(v) {
             break v;
         }
-        // As `park_until` for a wait without evidence: the notifier that wakes it
-        // learns where it slept; nothing is measured and no clock is read.
+        // As `park_until` for an untimed wait: the notifier that wakes it learns
+        // where it slept, and the clock is read only around a park that measures.
         cell.adapt.note_parking();
         cell.caught.note(false);
-        let parked = cell.line.park(cell.sleepers, &mut *pred, None);
+        let parked_ns = (measures && estimate::wake_sample_due()).then(|| {
+            cell.sleepers.measure_wake(true);
+            now_ns()
+        });
+        let parked = cell.line.park(cell.sleepers, pred.as_dyn(), None);
         stamp::mark(Point::Withdrawn);
+        if let Some(at) = parked_ns {
+            let stamp_ns = cell.sleepers.wake_stamp();
+            cell.sleepers.measure_wake(false);
+            if parked == Err(Parked::Woken) {
+                let _ = estimate::offer_wake(stamp_ns, at, now_ns());
+            }
+        }
         match parked {
             Ok(v) => break v,
             Err(Parked::Woken) => slept = true,
@@ -119,7 +158,41 @@ pub(crate) fn idle<P: FnMut(u32) -> bool>(
     }
     cell.stats.record(Ended::Park);
     stamp::mark(Point::Ended);
-    Some(value)
+    Some(Outcome {
+        value,
+        ended: Ended::Park,
+        handoff: false,
+        slept,
+    })
+}
+
+/// The predicate of [`without_climb`]: a parker's own closure, which its loop calls
+/// in line (the call through `as_dyn` of a known closure is a direct one), or the
+/// ladder's `dyn FnMut`, which goes to the park as it is (a closure around it
+/// would be one more call, on code of its own, after the sleep).
+pub(super) trait Predicate {
+    /// The predicate as the park takes it.
+    fn as_dyn(&mut self) -> &mut dyn FnMut(u32) -> bool;
+
+    /// Whether the predicate accepts `v`.
+    #[inline(always)]
+    fn test(&mut self, v: u32) -> bool {
+        self.as_dyn()(v)
+    }
+}
+
+impl<F: FnMut(u32) -> bool> Predicate for F {
+    #[inline(always)]
+    fn as_dyn(&mut self) -> &mut dyn FnMut(u32) -> bool {
+        self
+    }
+}
+
+impl Predicate for dyn FnMut(u32) -> bool + '_ {
+    #[inline(always)]
+    fn as_dyn(&mut self) -> &mut dyn FnMut(u32) -> bool {
+        self
+    }
 }
 
 /// Tier 3 of a climb: park until the predicate holds or the deadline passes (or,

@@ -309,31 +309,51 @@ fn a_wait_that_parks_at_once_learns_as_the_climb_does() {
     }
 }
 
-/// A `Parker`'s wait through the idle park waits as the first look and the ladder
-/// would for a wait without evidence: a value there at the first look ends it
-/// there, one that the next look finds (it came before the sleep) counts as caught,
-/// one that wakes it from its sleep counts a park; each learns and counts the same.
+/// A wait through the park without the climb waits as the first look and the
+/// ladder would: a value there at the first look ends it there, one that the next
+/// look finds (it came before the sleep) counts as caught, one that wakes it from
+/// its sleep counts a park; each learns and counts the same. On a `Parker`'s cell
+/// (its idle park, `park::idle`), and on a plain cell whose spins keep failing.
 #[test]
-fn the_idle_park_waits_and_learns_as_the_ladder_does() {
+fn the_park_without_the_climb_waits_and_learns_as_the_ladder_does() {
+    for parker in [true, false] {
+        without_the_climb_against_the_ladder(parker);
+    }
+}
+
+/// [`the_park_without_the_climb_waits_and_learns_as_the_ladder_does`] on a parker's
+/// cell or a plain one.
+fn without_the_climb_against_the_ladder(parker: bool) {
     let policy = WaitPolicy::new();
     let pol = policy.resolve();
-    // The first look, then the ladder of `WaitCell::wait_until` (no hardware tier).
-    let ladder = |cell: Waiter<'_>, pred: &mut dyn FnMut(u32) -> bool| {
+    // The first look, then the park without the climb or the ladder of
+    // `WaitCell::wait_until` (no hardware tier).
+    let wait = |lean: bool, cell: Waiter<'_>, mut pred: &mut dyn FnMut(u32) -> bool| {
+        if lean && parker {
+            return park::idle(cell, &mut pred, &policy)
+                .expect("no evidence")
+                .value;
+        }
         let v = cell.line.value.load(Ordering::Acquire);
-        match pred(v) {
-            true => end(cell.stats, Outcome::before_ladder(v, Ended::Entry)).value,
-            false => climb(cell, pred, None, pol, None::<&SimMonitor>).value,
+        match (pred(v), lean) {
+            (true, _) => end(cell.stats, Outcome::before_ladder(v, Ended::Entry)).value,
+            (false, true) => {
+                park::without_climb(cell, pred, &policy, parker)
+                    .expect("no evidence")
+                    .value
+            }
+            (false, false) => climb(cell, pred, None, pol, None::<&SimMonitor>).value,
         }
     };
-    // Each way on a fresh parker's cell; `looks`: the look that accepts the value
-    // (a store comes from another thread once the waiter is counted, if 0).
-    let run = |idle: bool, looks: u32| {
-        let mut parts = Parts::new(1);
-        parts.sleepers = Sleepers::new(false, true);
-        if looks == 0 {
-            parts.line.value.store(0, Ordering::Relaxed);
+    // Each way on a fresh cell, a plain one's spins stopped by a far failure;
+    // `looks`: the look that accepts the value (a store comes from another thread
+    // once the waiter is counted, if 0).
+    let run = |lean: bool, looks: u32| {
+        let mut parts = Parts::new(u32::from(looks != 0));
+        parts.sleepers = Sleepers::new(false, parker);
+        if !parker {
+            parts.adapt.record_failed_wait(true);
         }
-        let cell = parts.waiter();
         let v = std::thread::scope(|s| {
             if looks == 0 {
                 s.spawn(|| {
@@ -349,18 +369,15 @@ fn the_idle_park_waits_and_learns_as_the_ladder_does() {
                 seen += 1;
                 v == 1 && (looks == 0 || seen >= looks)
             };
-            match idle {
-                true => park::idle(cell, &mut pred, &policy).expect("no evidence"),
-                false => ladder(cell, &mut pred),
-            }
+            wait(lean, parts.waiter(), &mut pred)
         });
         (v, learnt(&parts))
     };
     // A woken wait may find the value before it sleeps; each way is run until it
     // learnt that it slept (it did not count as caught).
-    let woken = |idle| {
+    let woken = |lean| {
         (0..100)
-            .map(|_| run(idle, 0))
+            .map(|_| run(lean, 0))
             .find(|(_, (_, caught, _))| !caught)
             .expect("a waiter that sleeps before the store")
     };
@@ -368,47 +385,49 @@ fn the_idle_park_waits_and_learns_as_the_ladder_does() {
         .into_iter()
         .chain([(woken(true), woken(false))])
     {
-        assert_eq!(a, b);
+        assert_eq!(a, b, "parker: {parker}");
     }
     let counted = |(_, (_, _, stats)): (u32, (String, bool, WaitStats))| stats.park;
     assert_eq!((counted(run(true, 2)), counted(woken(true))), (1, 1));
 }
 
-/// The idle park takes only a `Parker`'s wait without evidence: with a note of this
-/// thread's, a caught last wait, or a policy that does not adapt or does not park,
-/// it leaves the wait to the ladder (`None`) and the note where it was.
+/// The park without the climb takes only a wait without evidence: with a note of
+/// this thread's, a caught last wait, or a policy that does not adapt or does not
+/// park, it leaves the wait to the ladder (`None`) and the note where it was; on a
+/// plain cell also while its spins pay off, and when a probe is due, which it
+/// leaves to the ladder's `Adaptive::spins`.
 #[test]
-fn the_idle_park_leaves_a_wait_with_evidence_to_the_ladder() {
+fn the_park_without_the_climb_leaves_a_wait_with_evidence_to_the_ladder() {
     let mut parts = Parts::new(0);
     parts.sleepers = Sleepers::new(false, true);
-    let cell = parts.waiter();
     let default = WaitPolicy::new();
-    // A second look would be the park's: the test fails there, rather than sleep.
-    let idle = |policy: &WaitPolicy| {
-        let mut looks = 0;
-        park::idle(
-            cell,
-            &mut |v| {
-                looks += 1;
-                assert_eq!(looks, 1, "the idle park went on past its first look");
-                v == 1
-            },
-            policy,
-        )
+    // Any look would be the park's: the test fails there, rather than sleep.
+    let takes = |parts: &Parts, policy: &WaitPolicy| {
+        let parker = parts.sleepers.parker();
+        let mut pred = |_: u32| -> bool { panic!("the park without the climb went on") };
+        park::without_climb(parts.waiter(), &mut pred, policy, parker).is_some()
     };
     let _ = (adapt::take_woke(), adapt::take_notified());
     adapt::note_notified();
-    assert_eq!(idle(&default), None);
+    assert!(!takes(&parts, &default));
     assert!(adapt::take_notified(), "the note is left for the ladder");
     adapt::note_woke(Woke::Partner);
-    assert_eq!(idle(&default), None);
+    assert!(!takes(&parts, &default));
     assert_eq!(adapt::take_woke(), Woke::Partner, "so is a wake's");
     parts.caught.note(true);
-    assert_eq!(idle(&default), None);
+    assert!(!takes(&parts, &default));
     parts.caught.note(false);
-    assert_eq!(idle(&default.adaptive(false)), None);
-    assert_eq!(idle(&default.park(false)), None);
+    assert!(!takes(&parts, &default.adaptive(false)));
+    assert!(!takes(&parts, &default.park(false)));
     assert_eq!(parts.stats.snapshot().waits(), 0, "none of them counted");
+    let plain = Parts::new(0);
+    assert!(!takes(&plain, &default), "a new cell spins");
+    plain.adapt.record_failed_wait(true);
+    while plain.adapt.skip() {}
+    let before = learnt(&plain);
+    assert!(!takes(&plain, &default), "a probe is due");
+    assert_eq!(learnt(&plain), before, "nothing written");
+    assert!(plain.adapt.spins(false), "the probe is left to the ladder");
 }
 
 #[test]

@@ -53,6 +53,37 @@ fn failing_spins_stop_spinning_and_probes_back_off() {
     assert_eq!(*gaps.last().unwrap(), PROBE_MAX + 1, "capped: {gaps:?}");
 }
 
+/// `skip` answers as `spins(false)` would and counts the same waits of the gap, but
+/// leaves a due probe (and a cell that spins) to `spins`: over the same failing
+/// waits, one cell asked by `skip` first and then, where it declines, by `spins`
+/// (as the park without the climb and then the ladder ask), probes on the same
+/// waits and ends in the same state as one asked by `spins` alone.
+#[test]
+fn skip_declines_a_probe_and_counts_the_gap_as_spins_does() {
+    let (a, b) = (Adaptive::new(), Adaptive::new());
+    assert!(!a.skip(), "a new cell spins");
+    let snapshot = |x: &Adaptive| format!("{x:?}");
+    assert_eq!(snapshot(&a), snapshot(&b), "and nothing was written");
+    for x in [&a, &b] {
+        x.record_failed_wait(true);
+    }
+    let (mut probes_a, mut probes_b) = (Vec::new(), Vec::new());
+    for i in 0..5_000 {
+        if !a.skip() {
+            assert!(a.spins(false), "wait {i}: a declined skip is a probe");
+            a.record_spin(false);
+            probes_a.push(i);
+        }
+        if b.spins(false) {
+            b.record_spin(false);
+            probes_b.push(i);
+        }
+        assert_eq!(snapshot(&a), snapshot(&b), "wait {i}");
+    }
+    assert_eq!(probes_a, probes_b);
+    assert!(probes_a.len() > 3, "{probes_a:?}");
+}
+
 #[test]
 fn a_far_failure_stops_a_cell_that_no_spin_paid_off_on() {
     let budget = 5_000;
