@@ -92,12 +92,13 @@
 //!   per round and kind one child of each start order, in turns; per kind the
 //!   median of the rounds' geometric means of the waiter CPU ratio: what the
 //!   process's one-time work costs the cold figure.
-//! - `steady-park WAKES [parker]`: one waiter on one default WaitCell (or
+//! - `steady-park WAKES [parker] [timed]`: one waiter on one default WaitCell (or
 //!   `mwait::Parker`) fed every 300 µs, each value only once the waiter has taken the
-//!   last: `WAKES` waits that all park, and the waiter's CPU per wake. Under
-//!   `valgrind --tool=callgrind --toggle-collect='mwait::ladder::run'`, the
-//!   difference of two runs' counts over the difference of their `WAKES` is the
-//!   ladder's user-space instructions per parked wait.
+//!   last: `WAKES` waits that all park (`timed`: with a timeout of 60 s), and the
+//!   waiter's CPU per wake. Under `valgrind --tool=callgrind`, toggled on
+//!   `mwait::ladder::untimed`, `mwait::ladder::run` and `mwait::ladder::park::idle*`,
+//!   the difference of two runs' counts over the difference of their `WAKES` is the
+//!   user-space instructions of a parked wait's path.
 //! - `park-segments GAP_US [ROUNDS]` (Linux, built with `--features stamps`): a
 //!   default WaitCell's waiter and a hand-written futex waiter fed every `GAP_US` µs
 //!   at once, `ROUNDS` (10) rounds of 200 wakes: each waiter's user-space time
@@ -644,7 +645,7 @@ fn fresh_idle(wait: Duration, rounds: usize) {
 }
 
 /// `steady-park`: see the module docs.
-fn steady_park(wakes: u32, parker: bool) {
+fn steady_park(wakes: u32, parker: bool, timed: bool) {
     use std::sync::atomic::{
         AtomicU32,
         Ordering::{Acquire, Release},
@@ -676,7 +677,10 @@ fn steady_park(wakes: u32, parker: bool) {
             }),
         );
         for i in 0..wakes {
-            p.park();
+            match timed {
+                true => assert!(p.park_timeout(Duration::from_secs(60)), "a token"),
+                false => p.park(),
+            }
             taken.store(i + 1, Release);
         }
         feeder
@@ -685,7 +689,15 @@ fn steady_park(wakes: u32, parker: bool) {
         let c = cell.clone();
         let feeder = feed(taken.clone(), Box::new(move |v| c.store(v)));
         for i in 0..wakes {
-            cell.wait_until(|v| v > i);
+            match timed {
+                true => {
+                    let r = cell.wait_until_timeout(|v| v > i, Duration::from_secs(60));
+                    assert!(!r.is_timed_out(), "a value");
+                }
+                false => {
+                    cell.wait_until(|v| v > i);
+                }
+            }
             taken.store(i + 1, Release);
         }
         feeder
@@ -1259,8 +1271,10 @@ fn main() {
                 names,
             )
         }
-        ["steady-park", n] => steady_park(n.parse().expect("wakes"), false),
-        ["steady-park", n, "parker"] => steady_park(n.parse().expect("wakes"), true),
+        ["steady-park", n] => steady_park(n.parse().expect("wakes"), false, false),
+        ["steady-park", n, "parker"] => steady_park(n.parse().expect("wakes"), true, false),
+        ["steady-park", n, "timed"] => steady_park(n.parse().expect("wakes"), false, true),
+        ["steady-park", n, "parker", "timed"] => steady_park(n.parse().expect("wakes"), true, true),
         ["fresh-park", ms] => fresh_park(Duration::from_millis(ms.parse().expect("ms")), 31, false),
         ["fresh-park", ms, rounds] => fresh_park(
             Duration::from_millis(ms.parse().expect("ms")),
@@ -1292,7 +1306,7 @@ fn main() {
                  | atomic \
                  | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS \
                  | fresh-idle [WAIT_MS [ROUNDS]] | first-wake [PROCESSES [IMPL...]] \
-                 | cold-long-wait [ROUNDS] | steady-park WAKES [parker] \
+                 | cold-long-wait [ROUNDS] | steady-park WAKES [parker] [timed] \
                  | fresh-park WAIT_MS [ROUNDS [block_on]] | park-segments GAP_US [ROUNDS]"
             );
             std::process::exit(2);
