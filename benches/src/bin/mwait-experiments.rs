@@ -96,7 +96,8 @@
 //!   `mwait::Parker`) fed every 300 µs, each value only once the waiter has taken the
 //!   last: `WAKES` waits that all park (`timed`: with a timeout of 60 s), and the
 //!   waiter's CPU per wake. Under `valgrind --tool=callgrind`, toggled on
-//!   `mwait::ladder::untimed`, `mwait::ladder::run` and `mwait::ladder::park::idle*`,
+//!   `mwait::ladder::untimed`, `mwait::ladder::timed`, `mwait::ladder::run` and
+//!   `mwait::ladder::park::idle*`,
 //!   the difference of two runs' counts over the difference of their `WAKES` is the
 //!   user-space instructions of a parked wait's path.
 //! - `park-segments GAP_US [ROUNDS]` (Linux, built with `--features stamps`): a

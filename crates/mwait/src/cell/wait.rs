@@ -135,8 +135,8 @@ impl WaitCell {
         }
     }
 
-    /// The ladder's entry for a wait with or without a deadline: an untimed wait
-    /// may park without the climb (`ladder::untimed`).
+    /// The ladder's entries (`ladder::untimed` and `ladder::timed`, which may park
+    /// without the climb).
     #[inline(always)]
     fn ladder(
         &self,
@@ -146,7 +146,7 @@ impl WaitCell {
     ) -> Outcome {
         match deadline_ns {
             None => ladder::untimed(self.waiter(), pred, policy),
-            Some(_) => ladder::run(self.waiter(), pred, deadline_ns, policy),
+            Some(ns) => ladder::timed(self.waiter(), pred, ns, policy),
         }
     }
 

@@ -11,10 +11,10 @@
 //!
 //! A wait first decides its spin budget ([`Start`]); one whose budget is 0 and that
 //! has no hardware tier to try parks at once ([`park::at_once`]), through the same
-//! park loop, without building the climb. An untimed wait on a cell enters through
-//! [`untimed`], which parks the commonest of those without the ladder's start at all
-//! ([`park::without_climb`]: a consumer whose spins keep failing, a parker's idle
-//! wait).
+//! park loop, without building the climb. A blocking wait on a cell enters through
+//! [`untimed`] or [`timed`], which park the commonest of those without the ladder's
+//! start at all ([`park::without_climb`]: a consumer whose spins keep failing, a
+//! parker's idle wait).
 //!
 //! What the climb knows and learns on its way is one record, [`Climb`]: whether this
 //! thread just handed off to a parked partner, whether spinning can help, whether it
@@ -401,11 +401,8 @@ pub(crate) fn run(
     ladder(cell.word(), cell.learning(), pred, deadline, policy)
 }
 
-/// [`run`] for an untimed wait whose first look (and inline spin) missed: the park
-/// without the climb where the wait is one that parks at once without evidence
-/// ([`park::without_climb`]: a consumer whose spins keep failing, a parker's idle
-/// wait), else the ladder. The waits that park that way do not enter [`run`], whose
-/// frame holds the climb.
+/// The ladder's entry for an untimed blocking wait on a cell whose first look (and
+/// inline spin) missed: [`enter`].
 #[cold]
 #[inline(never)]
 pub(crate) fn untimed(
@@ -413,10 +410,38 @@ pub(crate) fn untimed(
     pred: &mut dyn FnMut(u32) -> bool,
     policy: &WaitPolicy,
 ) -> Outcome {
+    enter(cell, pred, None, policy)
+}
+
+/// The ladder's entry for a blocking wait on a cell with a deadline whose first look
+/// missed: [`enter`], in a body of its own, so that the untimed one has no deadline
+/// to check.
+#[cold]
+#[inline(never)]
+pub(crate) fn timed(
+    cell: Waiter<'_>,
+    pred: &mut dyn FnMut(u32) -> bool,
+    deadline: u64,
+    policy: &WaitPolicy,
+) -> Outcome {
+    enter(cell, pred, Some(deadline), policy)
+}
+
+/// The park without the climb where the wait is one that parks at once without
+/// evidence ([`park::without_climb`]: a consumer whose spins keep failing, a
+/// parker's idle wait), else [`run`]. The waits that park that way do not enter
+/// [`run`], whose frame holds the climb.
+#[inline(always)]
+fn enter(
+    cell: Waiter<'_>,
+    pred: &mut dyn FnMut(u32) -> bool,
+    deadline: Option<u64>,
+    policy: &WaitPolicy,
+) -> Outcome {
     stamp::mark(Point::Ladder);
-    match park::without_climb(cell, pred, policy, cell.sleepers.parker()) {
+    match park::without_climb(cell, pred, deadline, policy, cell.sleepers.parker()) {
         Some(outcome) => outcome,
-        None => run(cell, pred, None, policy),
+        None => run(cell, pred, deadline, policy),
     }
 }
 

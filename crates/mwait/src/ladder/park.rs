@@ -1,6 +1,6 @@
 //! Tier 3, the park: [`park_tier`] for a wait that climbed to it, [`at_once`] for a
 //! wait that will neither spin nor wait in hardware, which parks without building
-//! the climb, and [`without_climb`] for the commonest of those, an untimed wait
+//! the climb, and [`without_climb`] for the commonest of those, a wait on a cell
 //! without evidence that the change is near, which parks without the ladder's
 //! decision at all ([`idle`] is a `Parker`'s way to it, with its first look). The
 //! first two sleep through one loop, [`park_until`]; all three through the word's
@@ -15,9 +15,9 @@
 //! did not spin, and nothing else: no climb record built, no tier's checks, no
 //! branch of the climb's end that cannot apply, no frame of the ladder's. After an
 //! idle spell its code and data are cold, and each line it does not touch is a
-//! cache miss the park does not pay (`docs/clients.md`). A timed wait, a wait on a
-//! bare atomic, and a wait whose thread has a note to take decide in the ladder's
-//! general start ([`Start`]) and park at once from there.
+//! cache miss the park does not pay (`docs/clients.md`). A wait on a bare atomic,
+//! and a wait whose thread has a note to take, decide in the ladder's general start
+//! ([`Start`]) and park at once from there.
 
 use super::adapt;
 use super::outcome::{Ended, Outcome};
@@ -79,19 +79,19 @@ pub(crate) fn idle<P: FnMut(u32) -> bool>(
     }
     stamp::mark(Point::Ladder);
     debug_assert!(cell.sleepers.parker(), "a Parker's cell is a parker's");
-    without_climb(cell, pred, policy, true)
+    without_climb(cell, pred, None, policy, true)
 }
 
 /// The park that the ladder would decide on at once ([`at_once`]: no spin, no
 /// hardware wait), made without the ladder's general start, and learnt and
-/// counted as [`at_once`] does, for an untimed wait whose first look missed and
-/// that nothing says will end soon: this thread has no note for its wait
-/// (`adapt::notes_pending`), the cell's last spin did not catch the change, and
-/// `policy` parks and adapts. On a parker's cell that is all: its wait spins only
-/// on evidence, and reads no clock. On a plain cell the policy also has no
-/// hardware tier to try, and the cell's spins keep failing (`Adaptive::skip`: no
-/// probe is due); one park in `WAKE_SAMPLE_EVERY` measures its wake-up, as the
-/// ladder's do. Returns how the wait ended, or `None` (nothing written, no note
+/// counted as [`at_once`] does, until the predicate holds or `deadline` passes, for
+/// a wait on a cell whose first look missed and that nothing says will end soon:
+/// this thread has no note for its wait (`adapt::notes_pending`), the cell's last
+/// spin did not catch the change, and `policy` parks and adapts. On a parker's cell
+/// that is all: its wait spins only on evidence, and reads no clock but a
+/// deadline's. On a plain cell the policy also has no hardware tier to try, and
+/// the cell's spins keep failing (`Adaptive::skip`: no probe is due); one park in
+/// `WAKE_SAMPLE_EVERY` measures its wake-up, as the ladder's do. Returns how the wait ended, or `None` (nothing written, no note
 /// taken) when the wait is not one of these. `parker`: whether the cell is a
 /// parker's (`Sleepers::parker`), given as a constant where the caller knows it.
 ///
@@ -104,6 +104,7 @@ pub(crate) fn idle<P: FnMut(u32) -> bool>(
 pub(super) fn without_climb<P: Predicate + ?Sized>(
     cell: Waiter<'_>,
     pred: &mut P,
+    deadline: Option<u64>,
     policy: &WaitPolicy,
     parker: bool,
 ) -> Option<Outcome> {
@@ -120,20 +121,23 @@ pub(super) fn without_climb<P: Predicate + ?Sized>(
     }
     stamp::mark(Point::Decided);
     let mut slept = false;
-    let value = loop {
+    let (value, ended) = loop {
         let v = cell.line.value.load(Ordering::Acquire);
         if pred.test(v) {
-            break v;
+            break (v, Ended::Park);
         }
-        // As `park_until` for an untimed wait: the notifier that wakes it learns
-        // where it slept, and the clock is read only around a park that measures.
+        if deadline.is_some_and(|d| now_ns() >= d) {
+            break (v, Ended::TimedOut);
+        }
+        // As `park_until`: the notifier that wakes it learns where it slept, and the
+        // clock is read around the sleep only on a park that measures.
         cell.adapt.note_parking();
         cell.caught.note(false);
         let parked_ns = (measures && estimate::wake_sample_due()).then(|| {
             cell.sleepers.measure_wake(true);
             now_ns()
         });
-        let parked = cell.line.park(cell.sleepers, pred.as_dyn(), None);
+        let parked = cell.line.park(cell.sleepers, pred.as_dyn(), deadline);
         stamp::mark(Point::Withdrawn);
         if let Some(at) = parked_ns {
             let stamp_ns = cell.sleepers.wake_stamp();
@@ -143,27 +147,41 @@ pub(super) fn without_climb<P: Predicate + ?Sized>(
             }
         }
         match parked {
-            Ok(v) => break v,
+            Ok(v) => break (v, Ended::Park),
             Err(Parked::Woken) => slept = true,
-            // The value changed before the kernel put us to sleep; an untimed
-            // park does not time out, but a look again is right either way.
+            Err(Parked::TimedOut) if deadline.is_some() => {
+                let v = cell.line.value.load(Ordering::Acquire);
+                break (
+                    v,
+                    if pred.test(v) {
+                        Ended::AtDeadline
+                    } else {
+                        Ended::TimedOut
+                    },
+                );
+            }
+            // The value changed before the kernel put us to sleep (an untimed park
+            // does not time out): look again.
             Err(Parked::Changed | Parked::TimedOut) => {}
         }
     };
-    if !slept {
+    if ended == Ended::Park && !slept {
         // As `at_once`: the change came on the way to the sleep, as a spin would
         // have caught it.
         cell.adapt.record_spin(true);
         cell.caught.note(true);
     }
-    cell.stats.record(Ended::Park);
+    let outcome = end(
+        cell.stats,
+        Outcome {
+            value,
+            ended,
+            handoff: false,
+            slept,
+        },
+    );
     stamp::mark(Point::Ended);
-    Some(Outcome {
-        value,
-        ended: Ended::Park,
-        handoff: false,
-        slept,
-    })
+    Some(outcome)
 }
 
 /// The predicate of [`without_climb`]: a parker's own closure, which its loop calls

@@ -312,42 +312,43 @@ fn a_wait_that_parks_at_once_learns_as_the_climb_does() {
 /// A wait through the park without the climb waits as the first look and the
 /// ladder would: a value there at the first look ends it there, one that the next
 /// look finds (it came before the sleep) counts as caught, one that wakes it from
-/// its sleep counts a park; each learns and counts the same. On a `Parker`'s cell
-/// (its idle park, `park::idle`), and on a plain cell whose spins keep failing.
+/// its sleep counts a park, a deadline that passes ends it timed out; each learns
+/// and counts the same. On a `Parker`'s cell (its idle park, `park::idle`, when
+/// untimed), and on a plain cell whose spins keep failing; untimed and timed.
 #[test]
 fn the_park_without_the_climb_waits_and_learns_as_the_ladder_does() {
-    for parker in [true, false] {
-        without_the_climb_against_the_ladder(parker);
+    for (parker, timed) in [(true, false), (false, false), (true, true), (false, true)] {
+        without_the_climb_against_the_ladder(parker, timed);
     }
 }
 
 /// [`the_park_without_the_climb_waits_and_learns_as_the_ladder_does`] on a parker's
-/// cell or a plain one.
-fn without_the_climb_against_the_ladder(parker: bool) {
+/// cell or a plain one, its waits untimed or timed.
+fn without_the_climb_against_the_ladder(parker: bool, timed: bool) {
     let policy = WaitPolicy::new();
     let pol = policy.resolve();
     // The first look, then the park without the climb or the ladder of
-    // `WaitCell::wait_until` (no hardware tier).
-    let wait = |lean: bool, cell: Waiter<'_>, mut pred: &mut dyn FnMut(u32) -> bool| {
-        if lean && parker {
-            return park::idle(cell, &mut pred, &policy)
-                .expect("no evidence")
-                .value;
+    // `WaitCell::wait_until` (no hardware tier); a wait that never ends otherwise
+    // has 2 ms, the others 60 s if timed.
+    let wait = |lean: bool, cell: Waiter<'_>, mut pred: &mut dyn FnMut(u32) -> bool, ends| {
+        let deadline = timed.then(|| now_ns() + if ends { 60_000_000_000 } else { 2_000_000 });
+        if lean && parker && !timed {
+            let o = park::idle(cell, &mut pred, &policy).expect("no evidence");
+            return (o.value, o.ended);
         }
         let v = cell.line.value.load(Ordering::Acquire);
-        match (pred(v), lean) {
-            (true, _) => end(cell.stats, Outcome::before_ladder(v, Ended::Entry)).value,
+        let o = match (pred(v), lean) {
+            (true, _) => end(cell.stats, Outcome::before_ladder(v, Ended::Entry)),
             (false, true) => {
-                park::without_climb(cell, pred, &policy, parker)
-                    .expect("no evidence")
-                    .value
+                park::without_climb(cell, pred, deadline, &policy, parker).expect("no evidence")
             }
-            (false, false) => climb(cell, pred, None, pol, None::<&SimMonitor>).value,
-        }
+            (false, false) => climb(cell, pred, deadline, pol, None::<&SimMonitor>),
+        };
+        (o.value, o.ended)
     };
     // Each way on a fresh cell, a plain one's spins stopped by a far failure;
     // `looks`: the look that accepts the value (a store comes from another thread
-    // once the waiter is counted, if 0).
+    // once the waiter is counted, if 0; none is accepted, if `u32::MAX`).
     let run = |lean: bool, looks: u32| {
         let mut parts = Parts::new(u32::from(looks != 0));
         parts.sleepers = Sleepers::new(false, parker);
@@ -369,7 +370,7 @@ fn without_the_climb_against_the_ladder(parker: bool) {
                 seen += 1;
                 v == 1 && (looks == 0 || seen >= looks)
             };
-            wait(lean, parts.waiter(), &mut pred)
+            wait(lean, parts.waiter(), &mut pred, looks != u32::MAX)
         });
         (v, learnt(&parts))
     };
@@ -381,14 +382,19 @@ fn without_the_climb_against_the_ladder(parker: bool) {
             .find(|(_, (_, caught, _))| !caught)
             .expect("a waiter that sleeps before the store")
     };
-    for (a, b) in [(run(true, 1), run(false, 1)), (run(true, 2), run(false, 2))]
-        .into_iter()
-        .chain([(woken(true), woken(false))])
-    {
-        assert_eq!(a, b, "parker: {parker}");
+    let mut cases = vec![(run(true, 1), run(false, 1)), (run(true, 2), run(false, 2))];
+    cases.push((woken(true), woken(false)));
+    if timed {
+        cases.push((run(true, u32::MAX), run(false, u32::MAX)));
     }
-    let counted = |(_, (_, _, stats)): (u32, (String, bool, WaitStats))| stats.park;
+    for (a, b) in cases {
+        assert_eq!(a, b, "parker: {parker}, timed: {timed}");
+    }
+    let counted = |(_, (_, _, stats)): ((u32, Ended), (String, bool, WaitStats))| stats.park;
     assert_eq!((counted(run(true, 2)), counted(woken(true))), (1, 1));
+    if timed {
+        assert_eq!(run(true, u32::MAX).0, (1, Ended::TimedOut));
+    }
 }
 
 /// The park without the climb takes only a wait without evidence: with a note of
@@ -405,7 +411,7 @@ fn the_park_without_the_climb_leaves_a_wait_with_evidence_to_the_ladder() {
     let takes = |parts: &Parts, policy: &WaitPolicy| {
         let parker = parts.sleepers.parker();
         let mut pred = |_: u32| -> bool { panic!("the park without the climb went on") };
-        park::without_climb(parts.waiter(), &mut pred, policy, parker).is_some()
+        park::without_climb(parts.waiter(), &mut pred, None, policy, parker).is_some()
     };
     let _ = (adapt::take_woke(), adapt::take_notified());
     adapt::note_notified();
