@@ -9,7 +9,8 @@
 //! 3. [`park::park_tier`]: announce, re-check and sleep through the protocol's park
 //!    half (or, with parking off, rounds of spin and yield).
 //!
-//! A wait first decides its spin budget ([`Start`]); one whose budget is 0 and that
+//! A wait first decides its spin budget ([`Start`], `start.rs`, with the inline spin
+//! that untimed waits make before the ladder); one whose budget is 0 and that
 //! has no hardware tier to try parks at once ([`park::at_once`]), through the same
 //! park loop, without building the climb. A blocking wait on a cell enters through
 //! [`untimed`] or [`timed`], which park the commonest of those without the ladder's
@@ -33,18 +34,20 @@ pub(crate) mod load;
 pub(crate) mod outcome;
 mod park;
 pub(crate) use park::idle as park_idle;
+mod start;
+pub(crate) use start::inline_spin;
 pub(crate) mod stats;
 pub(crate) mod word;
 
 use crate::backend::{spin, HardwareWait, HwWake, Watched};
-use crate::detect::Capabilities;
 use crate::policy::{Resolved, WaitPolicy};
 use crate::protocol::sleepers::Sleepers;
 use crate::protocol::MonitorLine;
 use crate::sys::clock::now_ns;
 use crate::sys::stamp::{self, Point};
-use adapt::{Adaptive, Caught, Woke};
+use adapt::{Adaptive, Caught};
 use outcome::{Ended, Outcome};
+use start::Start;
 use stats::CellStats;
 use word::{CellWord, ValueOf, Word};
 
@@ -169,94 +172,6 @@ struct Climb<'a, W> {
     no_evidence: bool,
 }
 
-/// The spin budget of a wait under `pol` on `cell`: the policy's own where it does
-/// not adapt; where the process's defaults say spin (it has more than one CPU), the
-/// measured wake-up latency (`estimate.rs`, "The rule"), or twice it for a
-/// hand-off, as the cell's adaptive score allows. The score is asked first: a wait
-/// that will not spin looks up no estimate.
-fn spin_budget(cell: Learning<'_>, pol: &Resolved, handoff: bool) -> u64 {
-    match pol.adaptive {
-        false => pol.spin_ns,
-        true if pol.spin_ns > 0 && cell.adapt.spins(handoff) => {
-            // Never 0: the rule's budgets have a floor.
-            let b = estimate::current(Capabilities::for_waits().hypervisor);
-            if handoff {
-                b.handoff_ns
-            } else {
-                b.spin_ns
-            }
-        }
-        true => 0,
-    }
-}
-
-/// What a wait decides before it climbs, from what the climb reads first: the
-/// thread's notes (did it wake a partner, notify a cell), the cell's last catch,
-/// the evidence rule and the spin budget. A wait whose budget is 0 and that has no
-/// hardware tier to try parks at once (`park.rs`), else it climbs from here.
-#[derive(Copy, Clone, Debug)]
-struct Start {
-    /// This thread woke a parked waiter since its last wait.
-    handoff: bool,
-    /// Whether the cell's last spin caught the change.
-    caught: bool,
-    /// A parker's wait without evidence that the change is near
-    /// (`Learning::evidence_allows_spin`).
-    no_evidence: bool,
-    /// The spin budget, before the run-queue gate (0: no spin).
-    spin_ns: u64,
-}
-
-impl Start {
-    /// Takes the thread's notes and decides the spin budget. The notes are taken
-    /// whatever the policy, so that they cannot reach a later wait; the cell's score
-    /// is asked once, here (a probe it grants is this wait's).
-    #[inline(always)]
-    fn decide(cell: Learning<'_>, pol: &Resolved) -> Start {
-        let handoff = match adapt::take_woke() {
-            _ if !pol.handoff => false,
-            Woke::Nobody => false,
-            Woke::Partner => true,
-            // This thread woke its partner on its own CPU and now waits, for the
-            // partner's answer most likely: where the policy lets it, it leaves the
-            // CPU where another is free, and then the answer is a hand-off; else
-            // the partner cannot answer while this thread holds the CPU.
-            Woke::Beside(cpu) => pol.apart && apart::leave_cpu(cpu),
-        };
-        let notified = adapt::take_notified();
-        // A cell whose last spin caught the change, and a wait that just woke the
-        // partner it now waits for, spin whatever the run queue says (`load.rs`):
-        // the first's partner demonstrably answers in time, and the second's was
-        // just made runnable (the adaptive score still limits failing hand-off spins
-        // to probes). Neither lifts the gate for the hardware tier.
-        let caught = cell.caught.get();
-        // A parker's cell spins only on evidence that the change is near
-        // (`Learning::evidence_allows_spin`); without it the wait parks at once, and
-        // neither the clock nor the run queue is read.
-        let no_evidence = pol.adaptive && !cell.evidence_allows_spin(handoff || notified || caught);
-        let spin_ns = if no_evidence {
-            0
-        } else {
-            spin_budget(cell, pol, handoff)
-        };
-        Start {
-            handoff,
-            caught,
-            no_evidence,
-            spin_ns,
-        }
-    }
-
-    /// Whether the wait parks at once under `pol`: no spin, no hardware tier to try
-    /// (`has_hw`: one is given to the climb, which runs it where `pol` grants it a
-    /// budget), parking on. The climb would go straight to its park tier, and
-    /// learn there what [`park::at_once`] learns.
-    #[inline(always)]
-    fn parks_at_once(&self, pol: &Resolved, has_hw: bool) -> bool {
-        self.spin_ns == 0 && pol.park && !(has_hw && pol.hw_ns > 0)
-    }
-}
-
 impl<'a, W: Word<'a>> Climb<'a, W> {
     /// Whether spinning can help, from what `start` decided. The clock and the
     /// run-queue check are read only where a spin or a hardware wait may follow: a
@@ -353,35 +268,6 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
             },
         )
     }
-}
-
-/// The first loads of the spin tier inline, in the caller's frame, on a word whose
-/// last spin caught the change (`caught`): a partner that answers within a few
-/// hundred ns (a ping-pong between nearby cores) is then seen without entering the
-/// ladder at all, whose call, policy resolution and bookkeeping would sit on the
-/// round trip. About `estimate::INLINE_SPIN_NS` (1 µs) of loads at the measured cost
-/// of a spin round, within bounds (`estimate::inline_spin_loads`; one load in the
-/// loom model, which needs only to see the path); the ladder's own budget starts
-/// after them. Untimed waits only, and only where the policy spins.
-#[inline(always)]
-pub(crate) fn inline_spin<W: Watched + ?Sized>(
-    word: &W,
-    caught: &Caught,
-    pred: &mut impl FnMut(W::Bits) -> bool,
-    policy: &WaitPolicy,
-) -> Option<W::Bits> {
-    if !(policy.allows_inline_spin() && caught.inline_spin_ok()) {
-        return None;
-    }
-    let loads = estimate::inline_spin_loads();
-    for _ in 0..loads {
-        crate::primitive::spin_hint();
-        let v = word.load_acquire();
-        if pred(v) {
-            return Some(v);
-        }
-    }
-    None
 }
 
 /// Runs the ladder for one wait: spin → hardware wait → park (or yield, if parking

@@ -6,6 +6,7 @@ use crate::ladder::stats::WaitStats;
 use crate::primitive::AtomicU64;
 use crate::primitive::Ordering;
 use crate::sys::park::Parked;
+use adapt::Woke;
 use std::cell::Cell;
 
 /// A resolved policy for the ladder's tests: spin and hardware budgets, whether it
