@@ -93,9 +93,9 @@ impl WaitCell {
 
     /// The untimed wait of a `Parker` (this is its token's cell): the idle park
     /// (`ladder::park_idle`: the first look, then the park without the climb,
-    /// `ladder::park::without_climb`, when nothing says the token is near); else the wait of
-    /// [`wait_until`](Self::wait_until), whose inline spin and ladder are for a
-    /// token that is near.
+    /// `ladder::park::without_climb`, when nothing says the token is near); else
+    /// the wait of [`wait_until`](Self::wait_until), whose inline spin and ladder
+    /// are for a token that is near.
     #[inline(always)]
     pub(crate) fn wait_parker(&self, mut pred: impl FnMut(u32) -> bool) -> u32 {
         match ladder::park_idle(self.waiter(), &mut pred, &self.waiters.policy) {

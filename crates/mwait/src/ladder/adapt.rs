@@ -403,8 +403,8 @@ pub(crate) fn take_notified() -> bool {
 }
 
 /// Whether this thread has a note for its next wait ([`note_notified`],
-/// [`note_woke`]), without taking it: a parker's wait without one parks through
-/// [`park::idle`](super::park::idle), which has nothing to take.
+/// [`note_woke`]), without taking it: a wait without one may park through
+/// [`park::without_climb`](super::park::without_climb), which has nothing to take.
 #[inline(always)]
 pub(crate) fn notes_pending() -> bool {
     NOTIFIED.with(Cell::get) || WOKE.with(|c| c.get() != Woke::Nobody)

@@ -2,9 +2,9 @@
 //! wait that will neither spin nor wait in hardware, which parks without building
 //! the climb, and [`without_climb`] for the commonest of those, a wait on a cell
 //! without evidence that the change is near, which parks without the ladder's
-//! decision at all ([`idle`] is a `Parker`'s way to it, with its first look). The
-//! first two sleep through one loop, [`park_until`]; all three through the word's
-//! park half (`MonitorLine::park`).
+//! decision at all ([`idle`] is a `Parker`'s way to it, with its first look), and
+//! then parks through [`at_once`]. All sleep through one loop, [`park_until`], and
+//! the word's park half (`MonitorLine::park`).
 //!
 //! Most waits that park take the third way: under the default policy, a wait on a
 //! cell whose spins keep failing (a consumer fed every millisecond) spins only on a
@@ -79,21 +79,22 @@ pub(crate) fn idle<P: FnMut(u32) -> bool>(
     }
     stamp::mark(Point::Ladder);
     debug_assert!(cell.sleepers.parker(), "a Parker's cell is a parker's");
-    without_climb(cell, pred, None, policy, true)
+    without_climb(cell, &mut *pred, None, policy, true)
 }
 
 /// The park that the ladder would decide on at once ([`at_once`]: no spin, no
-/// hardware wait), made without the ladder's general start, and learnt and
-/// counted as [`at_once`] does, until the predicate holds or `deadline` passes, for
-/// a wait on a cell whose first look missed and that nothing says will end soon:
-/// this thread has no note for its wait (`adapt::notes_pending`), the cell's last
-/// spin did not catch the change, and `policy` parks and adapts. On a parker's cell
-/// that is all: its wait spins only on evidence, and reads no clock but a
-/// deadline's. On a plain cell the policy also has no hardware tier to try, and
-/// the cell's spins keep failing (`Adaptive::skip`: no probe is due); one park in
-/// `WAKE_SAMPLE_EVERY` measures its wake-up, as the ladder's do. Returns how the wait ended, or `None` (nothing written, no note
-/// taken) when the wait is not one of these. `parker`: whether the cell is a
-/// parker's (`Sleepers::parker`), given as a constant where the caller knows it.
+/// hardware wait), made without the ladder's general start, until the predicate
+/// holds or `deadline` passes, for a wait on a cell whose first look missed and
+/// that nothing says will end soon: this thread has no note for its wait
+/// (`adapt::notes_pending`), the cell's last spin did not catch the change, and
+/// `policy` parks and adapts. On a parker's cell that is all: its wait spins only
+/// on evidence, and reads no clock but a deadline's. On a plain cell the policy
+/// also has no hardware tier to try, and the cell's spins keep failing
+/// (`Adaptive::skip`: no probe is due); one park in `WAKE_SAMPLE_EVERY` measures
+/// its wake-up, as the ladder's do. Returns how the wait ended, or `None` (nothing
+/// written, no note taken) when the wait is not one of these. `parker`: whether
+/// the cell is a parker's (`Sleepers::parker`), given as a constant where the
+/// caller knows it.
 ///
 /// These are the commonest waits that sleep, an executor's idle worker and the
 /// consumer of a slow producer. After an idle spell every line a park touches is
@@ -101,9 +102,9 @@ pub(crate) fn idle<P: FnMut(u32) -> bool>(
 /// long: each line this path does not touch is a miss the park does not pay, and
 /// the path runs in one function, the order it is written in (`docs/clients.md`).
 #[inline(always)]
-pub(super) fn without_climb<P: Predicate + ?Sized>(
+pub(super) fn without_climb(
     cell: Waiter<'_>,
-    pred: &mut P,
+    pred: &mut dyn FnMut(u32) -> bool,
     deadline: Option<u64>,
     policy: &WaitPolicy,
     parker: bool,
@@ -115,102 +116,21 @@ pub(super) fn without_climb<P: Predicate + ?Sized>(
     if !(pol.park && pol.adaptive) {
         return None;
     }
-    let measures = !parker;
-    if measures && (pol.hw_wanted() || (pol.spin_ns > 0 && !cell.adapt.skip())) {
+    if !parker && (pol.hw_wanted() || (pol.spin_ns > 0 && !cell.adapt.skip())) {
         return None;
     }
     stamp::mark(Point::Decided);
-    let mut slept = false;
-    let (value, ended) = loop {
-        let v = cell.line.value.load(Ordering::Acquire);
-        if pred.test(v) {
-            break (v, Ended::Park);
-        }
-        if deadline.is_some_and(|d| now_ns() >= d) {
-            break (v, Ended::TimedOut);
-        }
-        // As `park_until`: the notifier that wakes it learns where it slept, and the
-        // clock is read around the sleep only on a park that measures.
-        cell.adapt.note_parking();
-        cell.caught.note(false);
-        let parked_ns = (measures && estimate::wake_sample_due()).then(|| {
-            cell.sleepers.measure_wake(true);
-            now_ns()
-        });
-        let parked = cell.line.park(cell.sleepers, pred.as_dyn(), deadline);
-        stamp::mark(Point::Withdrawn);
-        if let Some(at) = parked_ns {
-            let stamp_ns = cell.sleepers.wake_stamp();
-            cell.sleepers.measure_wake(false);
-            if parked == Err(Parked::Woken) {
-                let _ = estimate::offer_wake(stamp_ns, at, now_ns());
-            }
-        }
-        match parked {
-            Ok(v) => break (v, Ended::Park),
-            Err(Parked::Woken) => slept = true,
-            Err(Parked::TimedOut) if deadline.is_some() => {
-                let v = cell.line.value.load(Ordering::Acquire);
-                break (
-                    v,
-                    if pred.test(v) {
-                        Ended::AtDeadline
-                    } else {
-                        Ended::TimedOut
-                    },
-                );
-            }
-            // The value changed before the kernel put us to sleep (an untimed park
-            // does not time out): look again.
-            Err(Parked::Changed | Parked::TimedOut) => {}
-        }
+    // What `Start::decide` would have decided: no hand-off, no spin; a parker's
+    // wait has no evidence, and its parks measure nothing.
+    let start = Start {
+        handoff: false,
+        caught: false,
+        no_evidence: parker,
+        spin_ns: 0,
     };
-    if ended == Ended::Park && !slept {
-        // As `at_once`: the change came on the way to the sleep, as a spin would
-        // have caught it.
-        cell.adapt.record_spin(true);
-        cell.caught.note(true);
-    }
-    let outcome = end(
-        cell.stats,
-        Outcome {
-            value,
-            ended,
-            handoff: false,
-            slept,
-        },
-    );
+    let outcome = at_once(cell.word(), cell.learning(), pred, deadline, true, start);
     stamp::mark(Point::Ended);
     Some(outcome)
-}
-
-/// The predicate of [`without_climb`]: a parker's own closure, which its loop calls
-/// in line (the call through `as_dyn` of a known closure is a direct one), or the
-/// ladder's `dyn FnMut`, which goes to the park as it is (a closure around it
-/// would be one more call, on code of its own, after the sleep).
-pub(super) trait Predicate {
-    /// The predicate as the park takes it.
-    fn as_dyn(&mut self) -> &mut dyn FnMut(u32) -> bool;
-
-    /// Whether the predicate accepts `v`.
-    #[inline(always)]
-    fn test(&mut self, v: u32) -> bool {
-        self.as_dyn()(v)
-    }
-}
-
-impl<F: FnMut(u32) -> bool> Predicate for F {
-    #[inline(always)]
-    fn as_dyn(&mut self) -> &mut dyn FnMut(u32) -> bool {
-        self
-    }
-}
-
-impl Predicate for dyn FnMut(u32) -> bool + '_ {
-    #[inline(always)]
-    fn as_dyn(&mut self) -> &mut dyn FnMut(u32) -> bool {
-        self
-    }
 }
 
 /// Tier 3 of a climb: park until the predicate holds or the deadline passes (or,

@@ -323,30 +323,36 @@ fn the_park_without_the_climb_waits_and_learns_as_the_ladder_does() {
     }
 }
 
+/// One wait of [`without_the_climb_against_the_ladder`] on `cell`: the first look,
+/// then the park without the climb (`lean`) or the ladder of `WaitCell::wait_until`
+/// (no hardware tier). If `timed`, a wait that `ends` has 60 s, one that does not
+/// 2 ms. Returns the value and how the wait ended.
+fn lean_or_ladder(
+    (lean, parker, timed): (bool, bool, bool),
+    cell: Waiter<'_>,
+    mut pred: &mut dyn FnMut(u32) -> bool,
+    ends: bool,
+) -> (u32, Ended) {
+    let policy = WaitPolicy::new();
+    let deadline = timed.then(|| now_ns() + if ends { 60_000_000_000 } else { 2_000_000 });
+    if lean && parker && !timed {
+        let o = park::idle(cell, &mut pred, &policy).expect("no evidence");
+        return (o.value, o.ended);
+    }
+    let v = cell.line.value.load(Ordering::Acquire);
+    let o = match (pred(v), lean) {
+        (true, _) => end(cell.stats, Outcome::before_ladder(v, Ended::Entry)),
+        (false, true) => {
+            park::without_climb(cell, pred, deadline, &policy, parker).expect("no evidence")
+        }
+        (false, false) => climb(cell, pred, deadline, policy.resolve(), None::<&SimMonitor>),
+    };
+    (o.value, o.ended)
+}
+
 /// [`the_park_without_the_climb_waits_and_learns_as_the_ladder_does`] on a parker's
 /// cell or a plain one, its waits untimed or timed.
 fn without_the_climb_against_the_ladder(parker: bool, timed: bool) {
-    let policy = WaitPolicy::new();
-    let pol = policy.resolve();
-    // The first look, then the park without the climb or the ladder of
-    // `WaitCell::wait_until` (no hardware tier); a wait that never ends otherwise
-    // has 2 ms, the others 60 s if timed.
-    let wait = |lean: bool, cell: Waiter<'_>, mut pred: &mut dyn FnMut(u32) -> bool, ends| {
-        let deadline = timed.then(|| now_ns() + if ends { 60_000_000_000 } else { 2_000_000 });
-        if lean && parker && !timed {
-            let o = park::idle(cell, &mut pred, &policy).expect("no evidence");
-            return (o.value, o.ended);
-        }
-        let v = cell.line.value.load(Ordering::Acquire);
-        let o = match (pred(v), lean) {
-            (true, _) => end(cell.stats, Outcome::before_ladder(v, Ended::Entry)),
-            (false, true) => {
-                park::without_climb(cell, pred, deadline, &policy, parker).expect("no evidence")
-            }
-            (false, false) => climb(cell, pred, deadline, pol, None::<&SimMonitor>),
-        };
-        (o.value, o.ended)
-    };
     // Each way on a fresh cell, a plain one's spins stopped by a far failure;
     // `looks`: the look that accepts the value (a store comes from another thread
     // once the waiter is counted, if 0; none is accepted, if `u32::MAX`).
@@ -371,7 +377,8 @@ fn without_the_climb_against_the_ladder(parker: bool, timed: bool) {
                 seen += 1;
                 v == 1 && (looks == 0 || seen >= looks)
             };
-            wait(lean, parts.waiter(), &mut pred, looks != u32::MAX)
+            let how = (lean, parker, timed);
+            lean_or_ladder(how, parts.waiter(), &mut pred, looks != u32::MAX)
         });
         (v, learnt(&parts))
     };
