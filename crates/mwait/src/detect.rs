@@ -197,8 +197,9 @@ impl Capabilities {
     /// the backend choice, the budgets and the ladder read is the same, and the
     /// fields that only describe the CPU (the brand string, the hypervisor's
     /// signature, leaf 5's facts, the invariant TSC, the TSC rate) are left empty.
-    /// A fresh process's first wait thus executes five CPUID leaves for detection
-    /// instead of up to thirteen (in a guest each one exits to the hypervisor);
+    /// A fresh process's first wait thus executes four CPUID leaves for detection
+    /// (0, 1, 7 and 0x8000_0001) instead of up to thirteen (in a guest each one
+    /// exits to the hypervisor);
     /// `detect` reads the rest when a caller asks for them.
     pub(crate) fn for_waits() -> &'static Capabilities {
         FOR_WAITS.get_or_init(detect_now)

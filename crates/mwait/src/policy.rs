@@ -393,11 +393,13 @@ impl Resolved {
 /// after its first call.
 ///
 /// It also takes that work off the first wait, which otherwise pays it on the
-/// waiting thread: about 0.1 ms of CPU in a guest, where each CPUID exits to the
-/// hypervisor. A short-lived process whose waits are long sees it: a 300 ms one
-/// fed every 1 ms spent 1.07–1.08x a futex waiter's CPU, and 1.02–1.05x with
-/// `prepare` first, on a 2-vCPU guest (three runs of `mwait-experiments
-/// cold-long-wait 20`).
+/// waiting thread: about 0.1 ms of CPU in a guest, most of it the kernel's open
+/// and read of the cgroup files that bound the usable CPUs, the rest the CPUID
+/// leaves (each exits to the hypervisor) and the detection code's first run. A
+/// short-lived process whose waits are long sees it: a 300 ms one fed every 1 ms
+/// spent 1.10x a futex waiter's CPU, and 1.03x with `prepare` first, on a 2-vCPU
+/// guest (`mwait-experiments cold-long-wait 20`); 1.20x and 1.05x on a 16-vCPU
+/// one (`cold-long-wait 10`).
 ///
 /// What it cannot settle: the hardware tier of a backend that one wait forces with
 /// [`WaitPolicy::backend`], built at that wait's first use (make such a wait once
