@@ -113,14 +113,8 @@ impl<'a, F: FnMut(u32) -> bool> WaitUntil<'a, F> {
         let v = self.load();
         if (self.pred)(v) {
             return Some(
-                ladder::end(
-                    self.cell.stats,
-                    crate::ladder::outcome::Outcome::before_ladder(
-                        v,
-                        crate::ladder::outcome::Ended::Entry,
-                    ),
-                )
-                .value,
+                ladder::end_before_ladder(self.cell.stats, v, crate::ladder::outcome::Ended::Entry)
+                    .value,
             );
         }
         ladder::run(self.cell, &mut self.pred, Some(deadline_ns), &policy)

@@ -28,7 +28,7 @@ use crate::backend::{CState, HardwareWait, HwWake, Watched};
 use crate::cell::WaitCell;
 use crate::ladder;
 use crate::ladder::outcome::WaitResult;
-use crate::ladder::outcome::{Deadline, Ended, Outcome};
+use crate::ladder::outcome::{Deadline, Ended};
 use crate::ladder::word::Word;
 use crate::policy::WaitPolicy;
 use crate::primitive::{loom_sc_fence, AtomicU32, AtomicU64, Ordering};
@@ -264,9 +264,7 @@ fn wait_any_ns(members: &[Member<'_>], deadline: Deadline) -> WaitResult<(usize,
         bucket: b,
     };
     let found = match deadline {
-        _ if seen.is_some() => {
-            ladder::end(b.stats(), Outcome::before_ladder(seen, Ended::Entry)).value
-        }
+        _ if seen.is_some() => ladder::end_before_ladder(b.stats(), seen, Ended::Entry).value,
         Deadline::Passed => ladder::time_up(seen).value,
         Deadline::At(ns) => climb(word, Some(ns)),
         Deadline::Never => climb(word, None),

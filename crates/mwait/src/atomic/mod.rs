@@ -109,23 +109,38 @@
 
 mod any;
 mod table;
+mod word;
 
 pub use any::{wait_any, wait_any_deadline, wait_any_timeout, Member};
 
 use crate::ladder;
 use crate::ladder::outcome::{Deadline, Ended, Outcome, WaitResult};
-use crate::ladder::word::Word;
 use crate::policy::WaitPolicy;
 use crate::primitive::AtomicU32;
 use crate::primitive::AtomicU64;
-use crate::sys::park::{self, Parked};
-use std::sync::Arc;
+use crate::sys::park;
 use std::time::{Duration, Instant};
-use table::{bucket, Bucket, Doorbell};
+use table::bucket;
+use word::TableWord;
 
 mod sealed {
-    /// Keeps [`Atomic`](super::Atomic) implemented by this crate's two words only.
-    pub trait Sealed {}
+    use super::word::TableWord;
+    use crate::ladder::outcome::Outcome;
+
+    /// Keeps [`Atomic`](super::Atomic) implemented by this crate's two words only,
+    /// and gives each its ladder.
+    pub trait Sealed: crate::backend::Watched + Sized {
+        /// The ladder of a wait on this word, with the process's default policy: a
+        /// function of this crate for each word. The generic functions of this
+        /// module are compiled in the crates that call them, and what their bodies
+        /// name this crate exports, reached through the GOT by its own code too;
+        /// they name this and no part of the ladder (`docs/architecture.md`).
+        fn ladder(
+            word: TableWord<'_, Self>,
+            pred: &mut dyn FnMut(Self::Bits) -> bool,
+            deadline_ns: Option<u64>,
+        ) -> Outcome<Self::Bits>;
+    }
 }
 
 /// An atomic word the functions of this module wait on: `AtomicU32` or
@@ -147,12 +162,46 @@ pub trait Atomic: sealed::Sealed + crate::backend::Watched<Bits = <Self as Atomi
     type Value: Copy + Eq + std::fmt::Debug;
 }
 
-impl sealed::Sealed for AtomicU32 {}
+impl sealed::Sealed for AtomicU32 {
+    #[inline(never)]
+    fn ladder(
+        word: TableWord<'_, Self>,
+        pred: &mut dyn FnMut(u32) -> bool,
+        deadline_ns: Option<u64>,
+    ) -> Outcome<u32> {
+        ladder_of(word, pred, deadline_ns)
+    }
+}
 impl Atomic for AtomicU32 {
     type Value = u32;
 }
 
-impl sealed::Sealed for AtomicU64 {}
+impl sealed::Sealed for AtomicU64 {
+    #[inline(never)]
+    fn ladder(
+        word: TableWord<'_, Self>,
+        pred: &mut dyn FnMut(u64) -> bool,
+        deadline_ns: Option<u64>,
+    ) -> Outcome<u64> {
+        ladder_of(word, pred, deadline_ns)
+    }
+}
+
+/// The ladder of a wait on a bare word (`Sealed::ladder`).
+#[inline(always)]
+fn ladder_of<A: Atomic>(
+    word: TableWord<'_, A>,
+    pred: &mut dyn FnMut(A::Value) -> bool,
+    deadline_ns: Option<u64>,
+) -> Outcome<A::Value> {
+    ladder::run_word(
+        word,
+        word.bucket.learning(),
+        pred,
+        deadline_ns,
+        &WaitPolicy::new(),
+    )
+}
 impl Atomic for AtomicU64 {
     type Value = u64;
 }
@@ -215,7 +264,7 @@ pub fn wait_or_woken<A: Atomic>(atomic: &A, expected: A::Value) -> A::Value {
     let b = bucket(atomic as *const A as usize);
     let v = atomic.load_acquire();
     if v != expected {
-        return ladder::end(b.stats(), Outcome::before_ladder(v, Ended::Entry)).value;
+        return ladder::end_before_ladder(b.stats(), v, Ended::Entry).value;
     }
     let word = TableWord {
         atomic,
@@ -452,7 +501,7 @@ fn wait_ns<A: Atomic>(
     let b = bucket(atomic as *const A as usize);
     let v = atomic.load_acquire();
     if pred(v) {
-        return ladder::end(b.stats(), Outcome::before_ladder(v, Ended::Entry));
+        return ladder::end_before_ladder(b.stats(), v, Ended::Entry);
     }
     let deadline_ns = match deadline {
         Deadline::Passed => return ladder::time_up(v),
@@ -460,7 +509,7 @@ fn wait_ns<A: Atomic>(
         Deadline::Never => {
             let caught = b.learning().caught;
             if let Some(v) = ladder::inline_spin(atomic, caught, &mut pred, &WaitPolicy::new()) {
-                return ladder::end(b.stats(), Outcome::before_ladder(v, Ended::Inline));
+                return ladder::end_before_ladder(b.stats(), v, Ended::Inline);
             }
             None
         }
@@ -483,14 +532,7 @@ fn climb<A: Atomic>(
     mut pred: impl FnMut(A::Value) -> bool,
     deadline_ns: Option<u64>,
 ) -> Outcome<A::Value> {
-    let policy = WaitPolicy::new();
-    ladder::run_word(
-        word,
-        word.bucket.learning(),
-        &mut pred,
-        deadline_ns,
-        &policy,
-    )
+    A::ladder(word, &mut pred, deadline_ns)
 }
 
 #[inline(always)]
@@ -499,62 +541,6 @@ fn result<V: Copy>(o: Outcome<V>) -> WaitResult<V> {
         WaitResult::TimedOut(o.value)
     } else {
         WaitResult::Ready(o.value)
-    }
-}
-
-/// A bare atomic as a ladder [`Word`]: its park half is the table's.
-struct TableWord<'a, A: ?Sized> {
-    atomic: &'a A,
-    bucket: &'static Bucket,
-    /// Set when a ring woke this waiter ([`wait_or_woken`], whose predicate then
-    /// holds whatever the value).
-    woken: Option<&'a std::cell::Cell<bool>>,
-}
-
-impl<A: ?Sized> Clone for TableWord<'_, A> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<A: ?Sized> Copy for TableWord<'_, A> {}
-
-impl<'a, A: Atomic> Word<'a> for TableWord<'a, A> {
-    type Atomic = A;
-
-    #[inline(always)]
-    fn atomic(self) -> &'a A {
-        self.atomic
-    }
-
-    /// Announce (3), barrier, re-check (4), sleep on the doorbell, withdraw (see the
-    /// notes above).
-    fn park(
-        self,
-        pred: &mut dyn FnMut(A::Value) -> bool,
-        deadline_ns: Option<u64>,
-    ) -> Result<A::Value, Parked> {
-        let addr = self.atomic as *const A as usize;
-        let bell = Arc::new(Doorbell::new());
-        let mut queued = self.bucket.announce(addr, &bell); // (3)
-        park::waiter_barrier();
-        crate::primitive::loom_sc_fence();
-        let v = self.atomic.load_acquire(); // (4)
-        if pred(v) {
-            return Ok(v);
-        }
-        let parked = bell.sleep(deadline_ns);
-        if bell.rung() && parked != Parked::TimedOut {
-            queued.consume();
-            if let Some(woken) = self.woken {
-                woken.set(true);
-            }
-        }
-        Err(parked)
-    }
-
-    #[inline]
-    fn wake_stamp(self) -> u64 {
-        self.bucket.wake_stamp()
     }
 }
 

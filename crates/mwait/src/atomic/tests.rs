@@ -2,8 +2,10 @@
 //! half of a 64-bit word, wakes of one that wake exactly one waiter of their word
 //! whatever shares the bucket, and timeouts that leave the queue clean.
 
+use super::table::Doorbell;
 use super::*;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 

@@ -70,7 +70,7 @@ impl WaitCell {
         stamp::mark(Point::Entry);
         let v = self.load();
         if pred(v) {
-            return ladder::end(&self.waiters.stats, Outcome::before_ladder(v, Ended::Entry)).value;
+            return ladder::end_before_ladder(&self.waiters.stats, v, Ended::Entry).value;
         }
         self.after_first_look(pred, policy)
     }
@@ -80,11 +80,7 @@ impl WaitCell {
     #[inline(always)]
     fn after_first_look(&self, mut pred: impl FnMut(u32) -> bool, policy: &WaitPolicy) -> u32 {
         if let Some(v) = self.inline_spin(&mut pred, policy) {
-            return ladder::end(
-                &self.waiters.stats,
-                Outcome::before_ladder(v, Ended::Inline),
-            )
-            .value;
+            return ladder::end_before_ladder(&self.waiters.stats, v, Ended::Inline).value;
         }
         let v = self.climb(pred, None, policy).value;
         stamp::mark(Point::Ended);
@@ -295,7 +291,7 @@ impl WaitCell {
         let v = self.load();
         let stats = &self.waiters.stats;
         if pred(v) {
-            return ladder::end(stats, Outcome::before_ladder(v, Ended::Entry)).result();
+            return ladder::end_before_ladder(stats, v, Ended::Entry).result();
         }
         // No inline round here: it does not read the clock, and a timed wait keeps
         // the ladder's bound on how far it may run past its deadline (one round).

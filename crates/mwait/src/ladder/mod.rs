@@ -65,6 +65,14 @@ pub(crate) fn end<V>(stats: &CellStats, outcome: Outcome<V>) -> Outcome<V> {
     outcome
 }
 
+/// [`end`] for a wait that ended before the ladder: at its first look
+/// ([`Ended::Entry`]) or in the inline spin ([`Ended::Inline`]).
+#[inline(always)]
+pub(crate) fn end_before_ladder<V>(stats: &CellStats, value: V, ended: Ended) -> Outcome<V> {
+    stats.record_before_ladder(ended);
+    Outcome::before_ladder(value, ended)
+}
+
 /// A timed wait whose time was up before it began
 /// ([`Deadline::Passed`](outcome::Deadline::Passed)), its first look having found the
 /// predicate false: it ends timed out, without a clock reading or the climb. Like a

@@ -114,9 +114,11 @@ pub(crate) enum Ended {
 }
 
 /// How one wait ended: the value (a cell's `u32` unless the word is another),
-/// where, and what the climb knew then.
+/// where, and what the climb knew then. `pub` in a private module: the sealed
+/// trait of the atomic words names it (`atomic::sealed::Sealed::ladder`), and no
+/// other crate can name it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Outcome<V = u32> {
+pub struct Outcome<V = u32> {
     /// The value returned.
     pub(crate) value: V,
     /// Where the wait ended.

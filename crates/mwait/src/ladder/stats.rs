@@ -339,20 +339,37 @@ impl CellStats {
     #[inline(always)]
     pub(crate) fn record(&self, ended: Ended) {
         match index(ended) {
-            Some(INLINE_SPIN) => {
-                if !WAIT_STATS {
-                    return;
-                }
-                let n = bump_thread(INLINE_SPIN);
-                if n != 0 && n % INLINE_BATCH == 0 {
-                    let c = &self.0[INLINE_SPIN];
-                    // The batch fits: INLINE_BATCH is far below u32::MAX.
-                    let batch = INLINE_BATCH as u32;
-                    c.store(c.load(Relaxed).wrapping_add(batch), Relaxed);
-                }
-            }
+            Some(INLINE_SPIN) => self.record_inline(),
             Some(i) => self.bump(i),
             None => {}
+        }
+    }
+
+    /// [`record`](Self::record) for a wait that ended before the ladder: at its
+    /// first look (not counted) or in the inline spin. The waits' fronts, which
+    /// other crates compile, count through this: it names none of the ladder's
+    /// counts, which then stay this crate's own (`docs/architecture.md`).
+    #[inline(always)]
+    pub(crate) fn record_before_ladder(&self, ended: Ended) {
+        debug_assert!(matches!(ended, Ended::Entry | Ended::Inline), "{ended:?}");
+        if ended == Ended::Inline {
+            self.record_inline();
+        }
+    }
+
+    /// Counts a wait that ended in the inline spin, in batches (see
+    /// [`record`](Self::record)).
+    #[inline(always)]
+    fn record_inline(&self) {
+        if !WAIT_STATS {
+            return;
+        }
+        let n = bump_thread(INLINE_SPIN);
+        if n != 0 && n % INLINE_BATCH == 0 {
+            let c = &self.0[INLINE_SPIN];
+            // The batch fits: INLINE_BATCH is far below u32::MAX.
+            let batch = INLINE_BATCH as u32;
+            c.store(c.load(Relaxed).wrapping_add(batch), Relaxed);
         }
     }
 

@@ -55,7 +55,9 @@ impl<'a> Word<'a> for CellWord<'a> {
         &self.line.value
     }
 
-    #[inline]
+    /// Not `#[inline]`: its body would go to the crates that compile the generic
+    /// waits, and the protocol's park, which it names, would be exported and
+    /// called through the GOT (`docs/architecture.md`).
     fn park(
         self,
         pred: &mut dyn FnMut(u32) -> bool,
