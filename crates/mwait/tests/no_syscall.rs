@@ -9,6 +9,7 @@ mod support;
 use mwait::test_counters::futex_wake_calls;
 use mwait::{Backend, WaitCell, WaitPolicy};
 use mwait_support::{poll_until, SETTLE_LIMIT};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
 use std::thread;
 use std::time::Duration;
@@ -50,14 +51,44 @@ fn spinning_waiter_costs_the_notifier_nothing() {
     assert_eq!(futex_wake_calls(), before, "a spinning waiter never parks");
 }
 
+/// The calling thread's id for [`until_asleep`] (1 where the kernel's is not read).
+fn waiter_id() -> i32 {
+    #[cfg(target_os = "linux")]
+    return mwait_support::thread_id();
+    #[cfg(not(target_os = "linux"))]
+    return 1;
+}
+
+/// Waits until the one waiter of `cell`, whose thread's id `tid` holds once it is
+/// set (by [`waiter_id`]), sleeps in the kernel: counted among the parked waiters
+/// and, where the kernel says (`wchan`), in a futex wait. Counted is not enough: a
+/// waiter between its announcement and its sleep re-checks the value, and when its
+/// re-check sees a store and its withdrawal comes before the notifier's look at the
+/// count, nobody needs a wake and no call is made (seen under qemu-aarch64, whose
+/// threads run slowly enough for that window).
+fn until_asleep(cell: &WaitCell, tid: &AtomicI32) -> bool {
+    #[cfg(target_os = "linux")]
+    let in_kernel = |t: i32| mwait_support::sleeps_in_futex(t) != Some(false);
+    #[cfg(not(target_os = "linux"))]
+    let in_kernel = |_: i32| true;
+    poll_until(SETTLE_LIMIT, || {
+        let t = tid.load(Ordering::Acquire);
+        cell.parked_waiters() == 1 && t != 0 && in_kernel(t)
+    })
+}
+
 #[test]
 fn parked_waiter_gets_exactly_the_wake_it_needs() {
     let _g = SERIAL.lock().unwrap();
     let cell = WaitCell::new(0);
     let park_at_once = WaitPolicy::new().backend(Backend::Futex);
+    let tid = AtomicI32::new(0);
     thread::scope(|s| {
-        let w = s.spawn(|| cell.wait_until_with(|v| v == 1, &park_at_once));
-        assert!(poll_until(SETTLE_LIMIT, || cell.parked_waiters() == 1));
+        let w = s.spawn(|| {
+            tid.store(waiter_id(), Ordering::Release);
+            cell.wait_until_with(|v| v == 1, &park_at_once)
+        });
+        assert!(until_asleep(&cell, &tid));
         let before = futex_wake_calls();
         cell.store(1);
         assert_eq!(w.join().unwrap(), 1);
@@ -77,10 +108,7 @@ fn parked_waiter_gets_exactly_the_wake_it_needs() {
 #[cfg(target_os = "linux")]
 #[test]
 fn stores_after_a_wake_make_no_call_until_the_woken_waiter_runs() {
-    use mwait_support::{
-        current_cpu, idle_priority, pin_to_cpu, sleeps_in_futex, thread_id, unpin,
-    };
-    use std::sync::atomic::{AtomicI32, Ordering};
+    use mwait_support::{current_cpu, idle_priority, pin_to_cpu, unpin};
     const STORES: u32 = 100;
     let _g = SERIAL.lock().unwrap();
     let cell = WaitCell::new(0);
@@ -92,15 +120,12 @@ fn stores_after_a_wake_make_no_call_until_the_woken_waiter_runs() {
         let w = s.spawn(|| {
             assert!(pin_to_cpu(cpu));
             assert!(idle_priority());
-            tid.store(thread_id(), Ordering::Release);
+            tid.store(waiter_id(), Ordering::Release);
             cell.wait_until_with(|v| v == STORES, &park_at_once)
         });
         // Asleep in the kernel, not only counted: a wake that found it between its
         // announcement and its sleep would leave `WOKEN` off.
-        assert!(poll_until(SETTLE_LIMIT, || {
-            let t = tid.load(Ordering::Acquire);
-            cell.parked_waiters() == 1 && t != 0 && sleeps_in_futex(t) != Some(false)
-        }));
+        assert!(until_asleep(&cell, &tid));
         thread::sleep(Duration::from_millis(5));
         let before = futex_wake_calls();
         for v in 1..=STORES {
@@ -395,9 +420,13 @@ fn a_parker_cell_s_notifies_wake_exactly_whom_they_must() {
         cell.store(i);
     }
     assert_eq!(futex_wake_calls(), before, "nobody sleeps: no call");
+    let tid = AtomicI32::new(0);
     thread::scope(|s| {
-        let w = s.spawn(|| cell.wait_until_with(|v| v == 7_000, &park_at_once));
-        assert!(poll_until(SETTLE_LIMIT, || cell.parked_waiters() == 1));
+        let w = s.spawn(|| {
+            tid.store(waiter_id(), Ordering::Release);
+            cell.wait_until_with(|v| v == 7_000, &park_at_once)
+        });
+        assert!(until_asleep(&cell, &tid));
         let before = futex_wake_calls();
         cell.store(7_000);
         assert_eq!(w.join().unwrap(), 7_000);
