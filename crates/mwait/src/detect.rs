@@ -199,8 +199,8 @@ impl Capabilities {
     /// signature, leaf 5's facts, the invariant TSC, the TSC rate) are left empty.
     /// A fresh process's first wait thus executes four CPUID leaves for detection
     /// (0, 1, 7 and 0x8000_0001) instead of up to thirteen (in a guest each one
-    /// exits to the hypervisor);
-    /// `detect` reads the rest when a caller asks for them.
+    /// exits to the hypervisor); `detect` reads the rest when a caller asks for
+    /// them.
     pub(crate) fn for_waits() -> &'static Capabilities {
         FOR_WAITS.get_or_init(detect_now)
     }

@@ -186,6 +186,9 @@ impl sealed::Sealed for AtomicU64 {
         ladder_of(word, pred, deadline_ns)
     }
 }
+impl Atomic for AtomicU64 {
+    type Value = u64;
+}
 
 /// The ladder of a wait on a bare word (`Sealed::ladder`).
 #[inline(always)]
@@ -201,9 +204,6 @@ fn ladder_of<A: Atomic>(
         deadline_ns,
         &WaitPolicy::new(),
     )
-}
-impl Atomic for AtomicU64 {
-    type Value = u64;
 }
 
 /// Blocks while `atomic` holds `expected`; returns the value it then holds.

@@ -12,8 +12,8 @@ use std::sync::Arc;
 pub struct TableWord<'a, A: ?Sized> {
     pub(super) atomic: &'a A,
     pub(super) bucket: &'static Bucket,
-    /// Set when a ring woke this waiter ([`wait_or_woken`](super::wait_or_woken), whose predicate then
-    /// holds whatever the value).
+    /// Set when a ring woke this waiter ([`wait_or_woken`](super::wait_or_woken),
+    /// whose predicate then holds whatever the value).
     pub(super) woken: Option<&'a std::cell::Cell<bool>>,
 }
 
@@ -33,7 +33,7 @@ impl<'a, A: Atomic> Word<'a> for TableWord<'a, A> {
     }
 
     /// Announce (3), barrier, re-check (4), sleep on the doorbell, withdraw (see the
-    /// notes above).
+    /// notes of `atomic/mod.rs`).
     fn park(
         self,
         pred: &mut dyn FnMut(A::Value) -> bool,
