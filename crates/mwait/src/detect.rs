@@ -53,20 +53,23 @@ pub(crate) struct OsFacts {
     pub dev_mwait: bool,
     /// How many CPUs this process may use: the online CPUs within its cgroup's cpuset
     /// (`cpuset.cpus.effective`), at most its CPU quota (`cpu.max`, rounded up to
-    /// whole CPUs), at least 1. Not any thread's affinity mask: a thread that pinned
-    /// itself before the first wait does not make the process a one-CPU process.
+    /// whole CPUs), at least 1; 0 where it was not read ([`OsFacts::read`]). Not any
+    /// thread's affinity mask: a thread that pinned itself before the first wait
+    /// does not make the process a one-CPU process.
     pub usable_cpus: usize,
 }
 
 impl OsFacts {
-    /// Reads the facts of the running system but two, left absent here:
-    /// `umwait_control`, which [`detect_now`] reads where CPUID reports WAITPKG, and
-    /// `dev_mwait`, which it looks up where CPUID reports MONITOR.
+    /// Reads the facts of the running system but three, left absent here:
+    /// `umwait_control`, which [`detect_now`] reads where CPUID reports WAITPKG,
+    /// `dev_mwait`, which it looks up where CPUID reports MONITOR, and
+    /// `usable_cpus`, left 0, which [`process_cpus`] reads when something first
+    /// needs it.
     pub(crate) fn read() -> OsFacts {
         OsFacts {
             umwait_control: None,
             dev_mwait: false,
-            usable_cpus: usable_cpus(),
+            usable_cpus: 0,
         }
     }
 }
@@ -184,6 +187,7 @@ impl Capabilities {
     pub fn detect() -> &'static Capabilities {
         DETECTED.get_or_init(|| {
             let mut caps = Capabilities::for_waits().clone().with_details();
+            caps.usable_cpus = process_cpus();
             // The waits looked for it where CPUID has MONITOR; the report wants it
             // everywhere.
             if !caps.monitor_mwait {
@@ -200,7 +204,8 @@ impl Capabilities {
     /// A fresh process's first wait thus executes four CPUID leaves for detection
     /// (0, 1, 7 and 0x8000_0001) instead of up to thirteen (in a guest each one
     /// exits to the hypervisor); `detect` reads the rest when a caller asks for
-    /// them.
+    /// them. The count of usable CPUs is not read here either: it is 0 in this copy,
+    /// and [`process_cpus`] reads it when a wait first needs it.
     pub(crate) fn for_waits() -> &'static Capabilities {
         FOR_WAITS.get_or_init(detect_now)
     }
@@ -296,9 +301,34 @@ fn read_umwait_control() -> Option<UmwaitControl> {
     })
 }
 
+/// How many CPUs this process may use ([`usable_cpus`]), read at the first call and
+/// kept: apart from the rest of detection, because it is most of what detection
+/// costs (the kernel's open and read of the cgroup's files: 40–70 µs of a fresh
+/// process's CPU in a guest, `docs/benchmarks.md`) and a process whose waits rarely
+/// spin and never catch (a consumer fed every millisecond) never needs it. What
+/// needs it: the first spin that catches its partner (a cell that
+/// catches spins whatever the run-queue gate says, `ladder/adapt.rs`,
+/// `Caught::note`); the gate's first reading, which a process takes only once its
+/// waits spin often enough for a reading to pay (`ladder/load.rs`); a policy that
+/// spins without adapting; a wake of more sleepers than a wake tree's
+/// fan-out (`protocol.rs`); moving a thread apart; [`Capabilities::detect`],
+/// [`selection`](crate::selection) and [`prepare`](crate::prepare). The waits ask
+/// through `policy::usable_cpus`, which turns the automatic spin off from then on
+/// where the count is one.
+pub(crate) fn process_cpus() -> usize {
+    *CPUS.get_or_init(usable_cpus)
+}
+
+/// [`process_cpus`] if it has been read, else `None`: nothing is read.
+pub(crate) fn process_cpus_if_read() -> Option<usize> {
+    CPUS.get().copied()
+}
+
+static CPUS: OnceLock<usize> = OnceLock::new();
+
 /// CPUs this process may use (at least 1): the online CPUs within its cgroup's cpuset
 /// and CPU quota, never the calling thread's affinity mask (`sys::usable_cpus`).
-pub(crate) fn usable_cpus() -> usize {
+fn usable_cpus() -> usize {
     sys::usable_cpus()
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }

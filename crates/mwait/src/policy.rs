@@ -4,9 +4,10 @@
 use crate::backend::kind::Backend;
 use crate::backend::spin::SpinPause;
 use crate::backend::{CState, HwTier};
-use crate::select::{backend_hw, selection, ForcedTier};
+use crate::select::{backend_hw, for_waits, ForcedTier};
 use crate::sys::clock::duration_ns;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -24,8 +25,11 @@ enum Budget {
 /// others). [`WaitPolicy::new`] (also `Default`) leaves every knob on *auto*: the
 /// values come from detection when a wait starts
 /// ([`Selection::defaults`](crate::Selection::defaults)): no spin at all when the
-/// process can use only one CPU, a shorter spin under a hypervisor, and a per-cell
-/// adaptive spin that stops spinning on cells where spinning keeps failing.
+/// process can use only one CPU (from the moment its waits read the count, which
+/// they do at the first spin that catches its partner, or once spins that miss
+/// come eight times within 100 ms: `docs/default-policy.md`), a shorter spin under
+/// a hypervisor, and a per-cell adaptive spin that stops spinning on cells where
+/// spinning keeps failing.
 ///
 /// A policy can be set per cell ([`WaitCell::with_policy`](crate::WaitCell::with_policy))
 /// or per call (`wait_*_with`).
@@ -290,17 +294,47 @@ impl WaitPolicy {
     /// is some twenty instructions on every wait that enters the ladder. The static
     /// lies on one cache line: a wait that parks after a long sleep misses on each
     /// line it reads.
+    ///
+    /// Where the process turns out to have one CPU (`detect::process_cpus`, read when
+    /// something first needs it), the automatic spin is off from then on: the flag
+    /// beside the static says so.
     #[inline]
     pub(crate) fn resolve(&self) -> Resolved {
-        if !self.tuned {
-            static DEFAULT: OneLine<OnceLock<Resolved>> = OneLine(OnceLock::new());
-            return *DEFAULT.0.get_or_init(|| self.resolve_uncached());
-        }
-        self.resolve_uncached()
+        self.resolve_in(&DEFAULT.0)
     }
 
-    fn resolve_uncached(&self) -> Resolved {
-        let sel = selection();
+    /// [`WaitPolicy::resolve`] with `line` as the default policy's line (the tests
+    /// make their own).
+    #[inline(always)]
+    fn resolve_in(&self, line: &DefaultLine) -> Resolved {
+        if !self.tuned {
+            let mut r = *line.resolved.get_or_init(|| self.resolve_uncached(line));
+            if line.one_cpu.load(Relaxed) {
+                r.spin_ns = 0;
+            }
+            return r;
+        }
+        self.resolve_uncached(line)
+    }
+
+    /// Whether this policy's automatic spin is off for want of CPUs: an adaptive
+    /// policy's once the count is known to be one (`line`; its waits read the count
+    /// when their spins make the run-queue gate's first reading pay,
+    /// `ladder/load.rs`); a policy that spins without adapting has no gate, and
+    /// reads the count here.
+    fn one_cpu(&self, line: &DefaultLine) -> bool {
+        if !self.is_adaptive() {
+            return usable_cpus() <= 1;
+        }
+        // A count read before (by `Capabilities::detect`, say) applies at once.
+        if crate::detect::process_cpus_if_read() == Some(1) {
+            line.one_cpu.store(true, Relaxed);
+        }
+        line.one_cpu.load(Relaxed)
+    }
+
+    fn resolve_uncached(&self, line: &DefaultLine) -> Resolved {
+        let sel = for_waits();
         let (backend, hw) = match self.backend {
             None => (sel.backend, sel.hw),
             Some(b) if b == sel.backend => (b, sel.hw),
@@ -317,6 +351,7 @@ impl WaitPolicy {
             _ => d.spin_ns,
         };
         let spin_ns = match self.spin {
+            Budget::Auto if self.one_cpu(line) => 0,
             Budget::Auto => auto_spin,
             Budget::Fixed(ns) => ns,
         };
@@ -354,11 +389,36 @@ fn move_apart_by_default() -> bool {
     })
 }
 
-/// A value on a cache line of its own (64 bytes: `OnceLock<Resolved>` is 40).
+/// A value on a cache line of its own.
 #[repr(align(64))]
 struct OneLine<T>(T);
 
-const _: () = assert!(std::mem::size_of::<OnceLock<Resolved>>() <= 64);
+/// The default policy as resolved, and whether the process turned out to have one
+/// CPU ([`WaitPolicy::resolve`]).
+struct DefaultLine {
+    resolved: OnceLock<Resolved>,
+    one_cpu: AtomicBool,
+}
+
+/// The default policy's line: one line that a wait which parks after a long sleep
+/// reads.
+static DEFAULT: OneLine<DefaultLine> = OneLine(DefaultLine {
+    resolved: OnceLock::new(),
+    one_cpu: AtomicBool::new(false),
+});
+
+const _: () = assert!(std::mem::size_of::<DefaultLine>() <= 64);
+
+/// The process's count of usable CPUs (`detect::process_cpus`, read at the first
+/// call), as the waits ask for it: a count of one turns their automatic spin off
+/// from then on ([`WaitPolicy::resolve`]).
+pub(crate) fn usable_cpus() -> usize {
+    let n = crate::detect::process_cpus();
+    if n <= 1 {
+        DEFAULT.0.one_cpu.store(true, Relaxed);
+    }
+    n
+}
 
 /// A policy resolved for one wait.
 #[derive(Copy, Clone, Debug)]
@@ -385,21 +445,22 @@ impl Resolved {
 }
 
 /// Settles every one-time initialisation of this process's waits: CPU detection,
-/// the choice of backend (with its hardware tier's self-test), the default policy's
-/// numbers and the `membarrier` registration. Each is made once, by whichever thread
-/// needs it first, and others block until it is done; a child forked while another
-/// thread of its parent was inside one would block on it for ever. Call `prepare`
-/// before `fork()` in a multi-threaded program (or early in `main`); it is cheap
-/// after its first call.
+/// the count of CPUs it may use, the choice of backend (with its hardware tier's
+/// self-test), the default policy's numbers and the `membarrier` registration. Each
+/// is made once, by whichever thread needs it first, and others block until it is
+/// done; a child forked while another thread of its parent was inside one would
+/// block on it for ever. Call `prepare` before `fork()` in a multi-threaded program
+/// (or early in `main`); it is cheap after its first call.
 ///
-/// It also takes that work off the first wait, which otherwise pays it on the
-/// waiting thread: about 0.1 ms of CPU in a guest, most of it the kernel's open
-/// and read of the cgroup files that bound the usable CPUs, the rest the CPUID
-/// leaves (each exits to the hypervisor) and the detection code's first run. A
-/// short-lived process whose waits are long sees it: a 300 ms one fed every 1 ms
-/// spent 1.10x a futex waiter's CPU, and 1.03x with `prepare` first, on a 2-vCPU
-/// guest (`mwait-experiments cold-long-wait 20`); 1.20x and 1.05x on a 16-vCPU
-/// one (`cold-long-wait 10`).
+/// It also takes that work off the waits, which otherwise pay it on the waiting
+/// thread: the first wait the CPUID leaves (each exits to the hypervisor in a
+/// guest) and the detection code's first run, about 50 µs of CPU on a 2-vCPU
+/// guest; the count of CPUs (the kernel's open and read of the cgroup files that
+/// bound it, 40–70 µs) the first wait that needs it, which in a process whose waits
+/// rarely spin is none. A short-lived process whose waits are long sees the rest: a
+/// 300 ms one fed every 1 ms spent 1.04–1.06x a futex waiter's CPU, and 1.03–1.04x
+/// with `prepare` first, on a 2-vCPU guest (`mwait-experiments cold-long-wait
+/// 20`).
 ///
 /// What it cannot settle: the hardware tier of a backend that one wait forces with
 /// [`WaitPolicy::backend`], built at that wait's first use (make such a wait once
@@ -419,6 +480,7 @@ impl Resolved {
 /// ```
 pub fn prepare() {
     let _ = crate::detect::Capabilities::for_waits();
+    let _ = usable_cpus();
     let _ = WaitPolicy::new().resolve();
     crate::sys::park::prepare();
 }
@@ -426,6 +488,33 @@ pub fn prepare() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Once the process's count of CPUs turns out to be one, no policy with the
+    /// automatic budget spins, however it was resolved before; a fixed budget is
+    /// the caller's word and stays.
+    #[test]
+    fn a_count_of_one_cpu_turns_the_automatic_spin_off() {
+        let line = DefaultLine {
+            resolved: OnceLock::new(),
+            one_cpu: AtomicBool::new(false),
+        };
+        let d = WaitPolicy::new();
+        let tuned = d.cstate(CState::C1);
+        let fixed = d.spin(Duration::from_micros(3));
+        // Not noted yet, on a machine of more CPUs: the defaults spin. (Where the
+        // count reads one, resolving notes it at once.)
+        if crate::detect::process_cpus() > 1 {
+            assert!(d.resolve_in(&line).spin_ns > 0);
+            assert!(tuned.resolve_in(&line).spin_ns > 0);
+        }
+        line.one_cpu.store(true, Relaxed);
+        assert_eq!(d.resolve_in(&line).spin_ns, 0, "the kept resolution too");
+        assert_eq!(tuned.resolve_in(&line).spin_ns, 0);
+        assert_eq!(fixed.resolve_in(&line).spin_ns, 3_000);
+        // The rest of the resolution does not change.
+        let (before, after) = (fixed.resolve_in(&line), d.resolve_in(&line));
+        assert_eq!((before.hw_ns, before.park), (after.hw_ns, after.park));
+    }
 
     #[test]
     fn the_inline_spin_respects_policies_that_do_not_spin() {

@@ -612,6 +612,12 @@ impl MonitorLine {
             // Still counted: the bit is set while our announcement stands.
             self.state.fetch_or(FENCED, Ordering::SeqCst);
         }
+        if old & PARKED_MASK >= RELAY_FANOUT && !s.shared {
+            // A wake of every sleeper here may now ask whether a tree helps: the
+            // answer's one-time reading (`trees_help`) is made on this thread, on
+            // its way to sleep, not on the notifier's wake.
+            let _ = trees_help();
+        }
         let v = self.value.load(Ordering::SeqCst); // (4)
         if pred(v) {
             return Ok(v);
@@ -841,7 +847,8 @@ impl Drop for Announced<'_> {
 /// once only on CPUs of their own, the notifier's and one per sleeper it wakes at
 /// least. With fewer (a 2-CPU machine), the woken wait for a CPU anyway and each
 /// turn's system call only adds to the last one's wait (the measurement is in
-/// `docs/design-notes.md`).
+/// `docs/design-notes.md`). The count is read once per process, by the first waiter
+/// that parks beside [`RELAY_FANOUT`] others (`MonitorLine::park`).
 /// The loom model takes the single marked wake unless a model asks for trees
 /// (`sys::model_wake_trees`), so that both paths are checked.
 #[inline]
@@ -849,7 +856,7 @@ fn trees_help() -> bool {
     #[cfg(mwait_loom)]
     return crate::sys::model_wake_trees();
     #[cfg(not(mwait_loom))]
-    return crate::detect::Capabilities::for_waits().usable_cpus > RELAY_FANOUT as usize + 1;
+    return crate::policy::usable_cpus() > RELAY_FANOUT as usize + 1;
 }
 
 /// Whether every thread asleep on this cell's value is in its parked count, so that a

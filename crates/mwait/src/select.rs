@@ -9,7 +9,7 @@ pub(crate) mod plan;
 use crate::backend::kind::Backend;
 use crate::backend::spin::SpinPause;
 use crate::backend::{self, HwTier};
-use crate::detect::Capabilities;
+use crate::detect::{process_cpus, Capabilities};
 use crate::sys::settings::{self, Applied};
 use plan::{missing_reason, select, select_leniently};
 use std::fmt;
@@ -44,12 +44,11 @@ pub struct Defaults {
 }
 
 impl Defaults {
-    /// The defaults for a machine with these capabilities.
+    /// The defaults for a machine with these capabilities: where their count of
+    /// usable CPUs is 0 (not read, as in the waits' own copy), those of a process
+    /// with more than one ([`Defaults::on_cpus`]).
     pub(crate) fn for_caps(caps: &Capabilities) -> Defaults {
-        let spin_ns = if caps.usable_cpus <= 1 {
-            // Spinning on the only CPU we have delays the very thread we wait for.
-            0
-        } else if caps.hypervisor {
+        let spin_ns = if caps.hypervisor {
             SPIN_BUDGET_HYPERVISOR_NS
         } else {
             SPIN_BUDGET_NS
@@ -57,6 +56,17 @@ impl Defaults {
         Defaults {
             spin_ns,
             hw_ns: HW_BUDGET_NS,
+        }
+        .on_cpus(caps.usable_cpus)
+    }
+
+    /// These defaults in a process that may use `cpus` CPUs (0: not known): no
+    /// spin on one.
+    pub(crate) fn on_cpus(self, cpus: usize) -> Defaults {
+        Defaults {
+            // Spinning on the only CPU we have delays the very thread we wait for.
+            spin_ns: if cpus == 1 { 0 } else { self.spin_ns },
+            ..self
         }
     }
 }
@@ -162,7 +172,44 @@ struct Choice {
     instead: Option<Selection>,
 }
 
+/// The waits' choice, made without the count of usable CPUs ([`for_waits`]).
 static SELECTION: OnceLock<Choice> = OnceLock::new();
+/// The same with the count read: what [`try_selection`] and [`selection`] show.
+static COUNTED: OnceLock<Choice> = OnceLock::new();
+
+impl Choice {
+    /// The choice to use: the one made, or the one used instead.
+    fn used(&self) -> &Selection {
+        match (&self.made, &self.instead) {
+            (Ok(s), _) | (Err(_), Some(s)) => s,
+            (Err(e), None) => panic!("mwait: {e} (MWAIT_STRICT=1 makes a bad setting an error)"),
+        }
+    }
+}
+
+/// The waits' choice: [`selection`]'s, but with the defaults of a process with more
+/// than one CPU until the count of usable CPUs is read (`detect::process_cpus`),
+/// which the choice does not wait for; `WaitPolicy::resolve` turns the automatic
+/// spin off once the count turns out to be one.
+pub(crate) fn for_waits() -> &'static Selection {
+    SELECTION.get_or_init(choose).used()
+}
+
+/// The choice with the count of usable CPUs read and applied to its defaults.
+fn counted() -> &'static Choice {
+    COUNTED.get_or_init(|| {
+        let c = SELECTION.get_or_init(choose);
+        let cpus = process_cpus();
+        let count = |s: &Selection| Selection {
+            defaults: s.defaults.on_cpus(cpus),
+            ..s.clone()
+        };
+        Choice {
+            made: c.made.as_ref().map(count).map_err(Clone::clone),
+            instead: c.instead.as_ref().map(count),
+        }
+    })
+}
 
 /// Makes the process's choice, reports each setting it left out, and with
 /// `MWAIT_LOG=1` writes the choice to stderr.
@@ -189,7 +236,13 @@ fn choose() -> Choice {
     };
     if settings::log() {
         match instead.as_ref().map_or(made.as_ref(), Ok) {
-            Ok(sel) => settings::warn(&sel.describe()),
+            Ok(sel) => {
+                let counted = Selection {
+                    defaults: sel.defaults.on_cpus(process_cpus()),
+                    ..sel.clone()
+                };
+                settings::warn(&counted.describe());
+            }
             Err(e) => settings::warn(&format!("refused: {e} (MWAIT_STRICT=1)")),
         }
     }
@@ -245,7 +298,7 @@ impl Selection {
 /// }
 /// ```
 pub fn try_selection() -> Result<&'static Selection, &'static SelectError> {
-    SELECTION.get_or_init(choose).made.as_ref()
+    counted().made.as_ref()
 }
 
 /// The process's backend choice: the one the waits use.
@@ -267,11 +320,7 @@ pub fn try_selection() -> Result<&'static Selection, &'static SelectError> {
 /// assert!(!sel.reason.is_empty());
 /// ```
 pub fn selection() -> &'static Selection {
-    let c = SELECTION.get_or_init(choose);
-    match (&c.made, &c.instead) {
-        (Ok(s), _) | (Err(_), Some(s)) => s,
-        (Err(e), None) => panic!("mwait: {e} (MWAIT_STRICT=1 makes a bad setting an error)"),
-    }
+    counted().used()
 }
 
 /// The hardware tier a [`WaitPolicy::backend`](crate::WaitPolicy::backend) asks for.
@@ -325,7 +374,7 @@ pub(crate) fn backend_hw(b: Backend) -> ForcedTier {
                 settings::refuse_or_warn(
                     &format!(
                         "{problem}; these waits use the process's backend ({}) instead",
-                        selection().backend
+                        for_waits().backend
                     ),
                     &problem,
                 );

@@ -40,6 +40,7 @@
 //! These are heuristics, not protocol: relaxed std atomics, racy read-modify-write
 //! is fine, and loom does not track them.
 
+use crate::policy::usable_cpus;
 use crate::protocol::OnWake;
 use crate::sys;
 use std::cell::Cell;
@@ -134,10 +135,16 @@ impl Caught {
     }
 
     /// Notes whether the ladder's spin caught the change (`false` also when a wait
-    /// parks). Stores only on a change.
+    /// parks). Stores only on a change. A cell that catches spins on whatever the
+    /// run-queue gate says, and never asks it (`load.rs`), so the process's count of
+    /// CPUs, which turns every automatic spin off where it is one, is settled here
+    /// first (`detect::process_cpus`; read once per process).
     #[inline]
     pub(crate) fn note(&self, caught: bool) {
         if self.get() != caught {
+            if caught {
+                let _ = usable_cpus();
+            }
             self.0.store(u32::from(caught), Relaxed);
         }
     }

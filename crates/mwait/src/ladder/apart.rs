@@ -27,7 +27,7 @@
 //! right way to wait.
 
 use super::load;
-use crate::detect::Capabilities;
+use crate::policy::usable_cpus;
 use crate::sys::{self, clock::now_ns};
 use std::cell::Cell;
 
@@ -77,7 +77,7 @@ pub(crate) fn leave_cpu(cpu: u32) -> bool {
         return false;
     }
     LAST_LEAVE.with(|l| l.set((now.max(1), next_gap(since, gap))));
-    if Capabilities::for_waits().usable_cpus <= 1 || !load::allows_spin_now(now) {
+    if usable_cpus() <= 1 || !load::allows_spin_now(now) {
         return false;
     }
     let Some(mask) = sys::ThreadCpus::of_this_thread().filter(|m| m.count() > 1) else {
@@ -165,7 +165,7 @@ mod tests {
     #[cfg_attr(miri, ignore = "Miri has no CPU numbers and no affinity masks")]
     fn a_pair_that_the_scheduler_keeps_on_one_cpu_moves_apart() {
         let cpus = sys::ThreadCpus::of_this_thread().map_or(1, |m| m.count());
-        if cpus < 2 || Capabilities::for_waits().usable_cpus < 2 || sys::current_cpu() == u32::MAX {
+        if cpus < 2 || usable_cpus() < 2 || sys::current_cpu() == u32::MAX {
             return;
         }
         let shared = ping_pong_from_one_cpu(200, 2_000);

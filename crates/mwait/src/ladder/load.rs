@@ -48,8 +48,17 @@
 //! one interval: one whose waits rarely spin never does, and one that spins often
 //! reads within microseconds of its first spins. A last reading that says no is
 //! refreshed at the first stale look, so that a no cannot stick.
+//!
+//! The first reading also reads the process's count of usable CPUs
+//! (`detect::process_cpus`: the cgroup's files, which cost a fresh process more
+//! than a reading of the run queue), unless a spin that caught its partner read it
+//! before (`Caught::note`), and a count of one turns the automatic spin off for
+//! good (`WaitPolicy::resolve`). Until then the waits spin as in a process with
+//! more CPUs: on one CPU, fewer than [`READING_LOOKS_MAX`] spins that miss in an
+//! interval (their cells' scores soon turn them to probes), or that many once, or
+//! one that catches; then none.
 
-use crate::detect::Capabilities;
+use crate::policy::usable_cpus;
 use crate::sys;
 use crate::sys::clock::now_ns;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -114,17 +123,19 @@ pub(crate) fn allows_spin_of(now: &mut u64, budget_ns: u64) -> bool {
     GATE.allows_at(now, Some(budget_ns), &machine())
 }
 
-/// What a reading reads: the process's CPUs, the run queue and the clock.
-struct Machine<R, C> {
-    cpus: usize,
+/// What a reading reads: the process's CPUs, the run queue and the clock. The count
+/// of CPUs is asked for only by a reading, so that a process whose waits never read
+/// the run queue never reads it either (`detect::process_cpus`).
+struct Machine<K, R, C> {
+    cpus: K,
     running: R,
     clock: C,
 }
 
 /// This machine's [`Machine`].
-fn machine() -> Machine<impl Fn() -> Option<usize>, impl Fn() -> u64> {
+fn machine() -> Machine<impl Fn() -> usize, impl Fn() -> Option<usize>, impl Fn() -> u64> {
     Machine {
-        cpus: Capabilities::for_waits().usable_cpus,
+        cpus: usable_cpus,
         running: sys::running_threads,
         clock: now_ns,
     }
@@ -213,8 +224,14 @@ impl Gate {
     /// row. A reading older than [`LOAD_CHECK_INTERVAL_NS`] is refreshed where
     /// [`Gate::reading_pays`] for a spin of `budget_ns`; the refresh is timed, and
     /// `now` moved to its end.
-    fn allows_at<R, C>(&self, now: &mut u64, budget_ns: Option<u64>, m: &Machine<R, C>) -> bool
+    fn allows_at<K, R, C>(
+        &self,
+        now: &mut u64,
+        budget_ns: Option<u64>,
+        m: &Machine<K, R, C>,
+    ) -> bool
     where
+        K: Fn() -> usize,
         R: Fn() -> Option<usize>,
         C: Fn() -> u64,
     {
@@ -226,12 +243,13 @@ impl Gate {
                 .compare_exchange(last, *now, Relaxed, Relaxed)
                 .is_ok()
         {
+            let cpus = (m.cpus)();
             let running = (m.running)();
             let end = (m.clock)().max(*now);
             self.reading_ns.store((end - *now).max(1), Relaxed);
             *now = end;
             self.over_streak.store(
-                next_streak(self.over_streak.load(Relaxed), running, m.cpus),
+                next_streak(self.over_streak.load(Relaxed), running, cpus),
                 Relaxed,
             );
         }
@@ -295,6 +313,7 @@ mod tests {
         reading_ns: u64,
         now: std::cell::Cell<u64>,
         reads: std::cell::Cell<u32>,
+        counts: std::cell::Cell<u32>,
     }
 
     impl Fake {
@@ -304,6 +323,7 @@ mod tests {
                 reading_ns,
                 now: std::cell::Cell::new(0),
                 reads: std::cell::Cell::new(0),
+                counts: std::cell::Cell::new(0),
             }
         }
 
@@ -312,7 +332,10 @@ mod tests {
         fn look(&self, gate: &Gate, at: u64, budget_ns: Option<u64>) -> (bool, u64) {
             self.now.set(at);
             let m = Machine {
-                cpus: 2,
+                cpus: || {
+                    self.counts.set(self.counts.get() + 1);
+                    2
+                },
                 running: || {
                     self.reads.set(self.reads.get() + 1);
                     self.now.set(self.now.get() + self.reading_ns);
@@ -356,10 +379,13 @@ mod tests {
             assert!(quiet.look(&gate, k * 20 * MS, Some(5_000)).0);
         }
         assert_eq!(quiet.reads.get(), 0);
+        // Nor the count of CPUs, which only a reading asks for.
+        assert_eq!(quiet.counts.get(), 0);
         // Spins 1 µs apart: the eighth reads, and the reading is timed.
         let gate = Gate::new();
         for k in 1..=u64::from(READING_LOOKS_MAX) {
             let _ = quiet.look(&gate, 1_000 * MS + k * 1_000, Some(5_000));
+            assert_eq!(quiet.counts.get(), quiet.reads.get());
         }
         assert_eq!(quiet.reads.get(), 1);
         assert_eq!(gate.reading_ns.load(Relaxed), 15_000);

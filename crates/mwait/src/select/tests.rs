@@ -20,7 +20,9 @@ fn caps_with(cpus: usize, hypervisor: bool) -> Capabilities {
 #[test]
 fn without_cpuid_no_hardware_wait_is_offered() {
     let caps = Capabilities::without_cpuid(OsFacts::read());
-    assert!(caps.usable_cpus >= 1);
+    // The count is read apart, when first needed.
+    assert_eq!(caps.usable_cpus, 0);
+    assert!(Capabilities::detect().usable_cpus >= 1);
     assert!(caps.offered().iter().all(|b| !b.is_hardware()));
     assert_eq!(caps.offered(), [Backend::Futex, Backend::Spin]);
 }
@@ -42,6 +44,11 @@ fn defaults_spin_less_under_a_hypervisor_and_not_at_all_on_one_cpu() {
     assert_eq!(vm.spin_ns, SPIN_BUDGET_HYPERVISOR_NS);
     assert!(vm.spin_ns < bare.spin_ns);
     assert_eq!(one.spin_ns, 0);
+    // Not read yet (0): the defaults of more than one CPU, until the count applies.
+    let unread = select(&caps_with(0, true), &env).unwrap().defaults;
+    assert_eq!(unread, vm);
+    assert_eq!(unread.on_cpus(1).spin_ns, 0);
+    assert_eq!(unread.on_cpus(8), vm);
 }
 
 #[test]
@@ -128,8 +135,15 @@ fn this_cpus_two_detections_agree_on_what_the_waits_read() {
     let (waits, whole) = (Capabilities::for_waits(), Capabilities::detect());
     assert!(waits.are_this_cpus() && whole.are_this_cpus());
     assert_eq!(waits.offered(), whole.offered());
-    assert_eq!(Defaults::for_caps(waits), Defaults::for_caps(whole));
-    assert_eq!(waits.usable_cpus, whole.usable_cpus);
+    // The waits' copy leaves the count of CPUs unread; applied, it gives the
+    // defaults of the whole detection, which are the selection's.
+    assert_eq!(waits.usable_cpus, 0);
+    assert_eq!(whole.usable_cpus, process_cpus());
+    let counted = Defaults::for_caps(waits).on_cpus(whole.usable_cpus);
+    assert_eq!(counted, Defaults::for_caps(whole));
+    assert_eq!(selection().defaults, counted);
+    assert_eq!(for_waits().defaults, Defaults::for_caps(waits));
+    assert_eq!(for_waits().backend, selection().backend);
     // The waits look for /dev/mwait only where the kernel tier could use it.
     assert_eq!(waits.dev_mwait, whole.dev_mwait && whole.monitor_mwait);
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 /// estimate, the run-queue gate, the protocol's park and the ladder's tiers.
 const LOCAL: [&str; 7] = [
     "5stats5parks5PARKS",
-    "7resolve7DEFAULT",
+    "6policy7DEFAULT",
     "8estimate4WAKE",
     "4load4GATE",
     "11MonitorLine4park",

@@ -28,7 +28,8 @@
 //! are settled once per process. Where the threads actually run is a per-wait fact
 //! that the ladder reads itself (`current_cpu`).
 //!
-//! Every file is read once, when detection runs. A file that is missing, unreadable
+//! Every file is read once, when the count is first needed (`detect::process_cpus`,
+//! which a fresh process's first wait does not call). A file that is missing, unreadable
 //! or malformed imposes no limit (the parsers return `None`, never panic), and when
 //! not even the online list can be read the count comes from
 //! `sysconf(_SC_NPROCESSORS_ONLN)`. Other targets use
@@ -209,7 +210,7 @@ impl Hierarchy {
     /// unless v1 hierarchies carry both `cpuset` and `cpu`. A controller is bound to
     /// one hierarchy at a time, so v2 then has neither (a hybrid host such as the
     /// 2-vCPU guest, whose v2 hierarchy holds `hugetlb` alone), and its files,
-    /// looked for at two places, would cost a fresh process's first wait two opens.
+    /// looked for at two places, would cost the count's reading two opens.
     fn counts(self, groups: &[CgroupEntry]) -> bool {
         let in_v1 = |c: &'static str| Hierarchy::V1(c).entry(groups).is_some();
         self != Hierarchy::V2 || !(in_v1("cpuset") && in_v1("cpu"))
