@@ -301,8 +301,9 @@ fn read_umwait_control() -> Option<UmwaitControl> {
     })
 }
 
-/// How many CPUs this process may use ([`usable_cpus`]), read at the first call and
-/// kept: apart from the rest of detection, because it is most of what detection
+/// How many CPUs this process may use (at least 1): the online CPUs within its
+/// cgroup's cpuset and CPU quota, never the calling thread's affinity mask
+/// (`sys::usable_cpus`), read at the first call and kept: apart from the rest of detection, because it is most of what detection
 /// costs (the kernel's open and read of the cgroup's files: 40–70 µs of a fresh
 /// process's CPU in a guest, `docs/benchmarks.md`) and a process whose waits rarely
 /// spin and never catch (a consumer fed every millisecond) never needs it. What
@@ -316,7 +317,10 @@ fn read_umwait_control() -> Option<UmwaitControl> {
 /// through `policy::usable_cpus`, which turns the automatic spin off from then on
 /// where the count is one.
 pub(crate) fn process_cpus() -> usize {
-    *CPUS.get_or_init(usable_cpus)
+    *CPUS.get_or_init(|| {
+        sys::usable_cpus()
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    })
 }
 
 /// [`process_cpus`] if it has been read, else `None`: nothing is read.
@@ -325,13 +329,6 @@ pub(crate) fn process_cpus_if_read() -> Option<usize> {
 }
 
 static CPUS: OnceLock<usize> = OnceLock::new();
-
-/// CPUs this process may use (at least 1): the online CPUs within its cgroup's cpuset
-/// and CPU quota, never the calling thread's affinity mask (`sys::usable_cpus`).
-fn usable_cpus() -> usize {
-    sys::usable_cpus()
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
 
 impl Capabilities {
     /// Whether these are this CPU's own capabilities, as [`Capabilities::detect`]

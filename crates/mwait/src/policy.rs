@@ -319,16 +319,16 @@ impl WaitPolicy {
 
     /// Whether this policy's automatic spin is off for want of CPUs: an adaptive
     /// policy's once the count is known to be one (`line`; its waits read the count
-    /// when their spins make the run-queue gate's first reading pay,
-    /// `ladder/load.rs`); a policy that spins without adapting has no gate, and
+    /// at their first catch or the run-queue gate's first reading, `ladder/adapt.rs`
+    /// and `ladder/load.rs`); a policy that spins without adapting has no gate, and
     /// reads the count here.
     fn one_cpu(&self, line: &DefaultLine) -> bool {
         if !self.is_adaptive() {
             return usable_cpus() <= 1;
         }
         // A count read before (by `Capabilities::detect`, say) applies at once.
-        if crate::detect::process_cpus_if_read() == Some(1) {
-            line.one_cpu.store(true, Relaxed);
+        if let Some(n) = crate::detect::process_cpus_if_read() {
+            line.note_cpus(n);
         }
         line.one_cpu.load(Relaxed)
     }
@@ -409,14 +409,21 @@ static DEFAULT: OneLine<DefaultLine> = OneLine(DefaultLine {
 
 const _: () = assert!(std::mem::size_of::<DefaultLine>() <= 64);
 
+impl DefaultLine {
+    /// Notes the process's count of usable CPUs: one turns the automatic spin off.
+    fn note_cpus(&self, cpus: usize) {
+        if cpus <= 1 {
+            self.one_cpu.store(true, Relaxed);
+        }
+    }
+}
+
 /// The process's count of usable CPUs (`detect::process_cpus`, read at the first
 /// call), as the waits ask for it: a count of one turns their automatic spin off
 /// from then on ([`WaitPolicy::resolve`]).
 pub(crate) fn usable_cpus() -> usize {
     let n = crate::detect::process_cpus();
-    if n <= 1 {
-        DEFAULT.0.one_cpu.store(true, Relaxed);
-    }
+    DEFAULT.0.note_cpus(n);
     n
 }
 

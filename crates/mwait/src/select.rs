@@ -200,13 +200,13 @@ fn counted() -> &'static Choice {
     COUNTED.get_or_init(|| {
         let c = SELECTION.get_or_init(choose);
         let cpus = process_cpus();
-        let count = |s: &Selection| Selection {
-            defaults: s.defaults.on_cpus(cpus),
-            ..s.clone()
-        };
         Choice {
-            made: c.made.as_ref().map(count).map_err(Clone::clone),
-            instead: c.instead.as_ref().map(count),
+            made: c
+                .made
+                .as_ref()
+                .map(|s| s.on_cpus(cpus))
+                .map_err(Clone::clone),
+            instead: c.instead.as_ref().map(|s| s.on_cpus(cpus)),
         }
     })
 }
@@ -236,13 +236,7 @@ fn choose() -> Choice {
     };
     if settings::log() {
         match instead.as_ref().map_or(made.as_ref(), Ok) {
-            Ok(sel) => {
-                let counted = Selection {
-                    defaults: sel.defaults.on_cpus(process_cpus()),
-                    ..sel.clone()
-                };
-                settings::warn(&counted.describe());
-            }
+            Ok(sel) => settings::warn(&sel.on_cpus(process_cpus()).describe()),
             Err(e) => settings::warn(&format!("refused: {e} (MWAIT_STRICT=1)")),
         }
     }
@@ -250,6 +244,15 @@ fn choose() -> Choice {
 }
 
 impl Selection {
+    /// This choice with its defaults for a process that may use `cpus` CPUs
+    /// ([`Defaults::on_cpus`]).
+    fn on_cpus(&self, cpus: usize) -> Selection {
+        Selection {
+            defaults: self.defaults.on_cpus(cpus),
+            ..self.clone()
+        }
+    }
+
     /// The one line `MWAIT_LOG=1` writes: the backend, why, the budgets, the kill
     /// switch's backends and the notify mode.
     fn describe(&self) -> String {
