@@ -303,19 +303,19 @@ fn read_umwait_control() -> Option<UmwaitControl> {
 
 /// How many CPUs this process may use (at least 1): the online CPUs within its
 /// cgroup's cpuset and CPU quota, never the calling thread's affinity mask
-/// (`sys::usable_cpus`), read at the first call and kept: apart from the rest of detection, because it is most of what detection
-/// costs (the kernel's open and read of the cgroup's files: 40–70 µs of a fresh
-/// process's CPU in a guest, `docs/benchmarks.md`) and a process whose waits rarely
-/// spin and never catch (a consumer fed every millisecond) never needs it. What
-/// needs it: the first spin that catches its partner (a cell that
-/// catches spins whatever the run-queue gate says, `ladder/adapt.rs`,
-/// `Caught::note`); the gate's first reading, which a process takes only once its
-/// waits spin often enough for a reading to pay (`ladder/load.rs`); a policy that
-/// spins without adapting; a wake of more sleepers than a wake tree's
-/// fan-out (`protocol.rs`); moving a thread apart; [`Capabilities::detect`],
-/// [`selection`](crate::selection) and [`prepare`](crate::prepare). The waits ask
-/// through `policy::usable_cpus`, which turns the automatic spin off from then on
-/// where the count is one.
+/// (`sys::usable_cpus`), read at the first call and kept. It is read apart from the
+/// rest of detection because it is most of what detection costs (the kernel's open
+/// and read of the cgroup's files: 40–70 µs of a fresh process's CPU in a guest,
+/// `docs/benchmarks.md`), and a process whose waits rarely spin and never catch (a
+/// consumer fed every millisecond) never needs it. What needs it: the first spin
+/// that catches its partner (a cell that catches spins whatever the run-queue gate
+/// says, `ladder/adapt.rs`, `Caught::note`); the gate's first reading, which a
+/// process takes only once its waits spin often enough for a reading to pay
+/// (`ladder/load.rs`); a policy that spins without adapting; a waiter that parks
+/// beside a wake tree's fan-out of others (`MonitorLine::park`); moving a thread
+/// apart; [`Capabilities::detect`], [`selection`](crate::selection) and
+/// [`prepare`](crate::prepare). The waits ask through `policy::usable_cpus`, which
+/// turns the automatic spin off from then on where the count is one.
 pub(crate) fn process_cpus() -> usize {
     *CPUS.get_or_init(|| {
         sys::usable_cpus()

@@ -88,15 +88,22 @@ fn a_process_whose_spins_keep_missing_reads_the_run_queue() {
     );
 }
 
-/// The read system calls this process has made (`syscr` in `/proc/self/io`), or
-/// `None` where the kernel does not count them.
-fn reads_made() -> Option<u64> {
-    let io = std::fs::read_to_string("/proc/self/io").ok()?;
-    io.lines()
-        .find_map(|l| l.strip_prefix("syscr:"))?
+/// The number on the line of `/proc` file `path` that starts with `field`, or
+/// `None` where the file or the line is missing.
+fn proc_count(path: &str, field: &str) -> Option<u64> {
+    std::fs::read_to_string(path)
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix(field))?
         .trim()
         .parse()
         .ok()
+}
+
+/// The read system calls this process has made (`syscr` in `/proc/self/io`), or
+/// `None` where the kernel does not count them.
+fn reads_made() -> Option<u64> {
+    proc_count("/proc/self/io", "syscr:")
 }
 
 /// A fresh process's first wait, one that spins, misses and parks, leaves the count
@@ -158,14 +165,5 @@ fn a_first_wait_leaves_the_cpu_count_for_later() {
 /// How many times the calling thread has given up its CPU to sleep
 /// (`voluntary_ctxt_switches` in `/proc/thread-self/status`; 0 where unreadable).
 fn voluntary_switches() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .unwrap_or(0)
+    proc_count("/proc/thread-self/status", "voluntary_ctxt_switches:").unwrap_or(0)
 }
