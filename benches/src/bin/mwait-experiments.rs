@@ -96,10 +96,9 @@
 //!   `mwait::Parker`) fed every 300 µs, each value only once the waiter has taken the
 //!   last: `WAKES` waits that all park (`timed`: with a timeout of 60 s), and the
 //!   waiter's CPU per wake. Under `valgrind --tool=callgrind`, toggled on
-//!   `mwait::ladder::untimed`, `mwait::ladder::timed`, `mwait::ladder::run` and
-//!   `mwait::ladder::park::idle*`,
-//!   the difference of two runs' counts over the difference of their `WAKES` is the
-//!   user-space instructions of a parked wait's path.
+//!   `*mwait_steady_wait*` (each wait, its first look included, in a function of its
+//!   own), the difference of two runs' counts over the difference of their `WAKES`
+//!   is the user-space instructions of a parked wait's path.
 //! - `park-segments GAP_US [ROUNDS]` (Linux, built with `--features stamps`): a
 //!   default WaitCell's waiter and a hand-written futex waiter fed every `GAP_US` µs
 //!   at once, `ROUNDS` (10) rounds of 200 wakes: each waiter's user-space time
@@ -677,11 +676,16 @@ fn steady_park(wakes: u32, parker: bool, timed: bool) {
                 u.unpark();
             }),
         );
-        for i in 0..wakes {
+        /// One wait, alone in a function that callgrind can collect.
+        #[inline(never)]
+        fn mwait_steady_wait_parker(p: &mwait::Parker, timed: bool) {
             match timed {
                 true => assert!(p.park_timeout(Duration::from_secs(60)), "a token"),
                 false => p.park(),
             }
+        }
+        for i in 0..wakes {
+            mwait_steady_wait_parker(&p, timed);
             taken.store(i + 1, Release);
         }
         feeder
@@ -689,7 +693,9 @@ fn steady_park(wakes: u32, parker: bool, timed: bool) {
         let cell = Arc::new(mwait::WaitCell::new(0));
         let c = cell.clone();
         let feeder = feed(taken.clone(), Box::new(move |v| c.store(v)));
-        for i in 0..wakes {
+        /// One wait, alone in a function that callgrind can collect.
+        #[inline(never)]
+        fn mwait_steady_wait_cell(cell: &mwait::WaitCell, i: u32, timed: bool) {
             match timed {
                 true => {
                     let r = cell.wait_until_timeout(|v| v > i, Duration::from_secs(60));
@@ -699,6 +705,9 @@ fn steady_park(wakes: u32, parker: bool, timed: bool) {
                     cell.wait_until(|v| v > i);
                 }
             }
+        }
+        for i in 0..wakes {
+            mwait_steady_wait_cell(&cell, i, timed);
             taken.store(i + 1, Release);
         }
         feeder
