@@ -582,10 +582,18 @@ impl MonitorLine {
 
     /// One park: announce, barrier, re-check, sleep, withdraw. `Ok(v)` when the
     /// re-check found the predicate true (the waiter did not sleep).
-    pub(crate) fn park(
+    ///
+    /// Inline, generic over the predicate: a wait that parks without the climb runs
+    /// it in its caller's own body (`ladder::park::without_climb`), and a waiter that
+    /// slept long comes back to the few lines of that body instead of a chain of
+    /// frames its sleep took from the caches. What an idle cell's park does not
+    /// need (a count left by a fork, the barrier, a wake tree's turns) is a call
+    /// out of line.
+    #[inline(always)]
+    pub(crate) fn park<P: FnMut(u32) -> bool + ?Sized>(
         &self,
         s: &Sleepers,
-        pred: &mut dyn FnMut(u32) -> bool,
+        pred: &mut P,
         deadline_ns: Option<u64>,
     ) -> Result<u32, Parked> {
         // From here the waiter is counted: the guard withdraws it however this
@@ -594,8 +602,8 @@ impl MonitorLine {
         // keep `FENCED` set for ever).
         stamp::mark(Point::Park);
         let tag = epoch_tag(s);
-        let old = self.announce(tag); // (3)
-        let _counted = Announced {
+        let old = self.announce(s, tag); // (3)
+        let counted = Announced {
             line: self,
             tag,
             // What a lone waiter's withdrawal most likely finds: its own
@@ -603,54 +611,65 @@ impl MonitorLine {
             guess: announced(old, tag) | WOKEN,
         };
         if replaces_foreign_count(old, tag) {
-            // A thread of an ancestor process's count may be asleep here (it forked
-            // during its park): its count is gone, so it must re-check and announce
-            // itself again (see "Counts left by a fork").
-            park::wake(&s.queue, &self.value, park::ALL, s.shared);
+            self.wake_foreign_sleepers(s);
         }
         if self.barrier_unless_fenced(s, old) {
             // Still counted: the bit is set while our announcement stands.
             self.state.fetch_or(FENCED, Ordering::SeqCst);
         }
         if old & PARKED_MASK >= RELAY_FANOUT && !s.shared {
-            // A wake of every sleeper here may now ask whether a tree helps: the
-            // answer's one-time reading (`trees_help`) is made on this thread, on
-            // its way to sleep, not on the notifier's wake.
-            let _ = trees_help();
+            ask_whether_trees_help();
         }
         let v = self.value.load(Ordering::SeqCst); // (4)
-        if pred(v) {
-            return Ok(v);
-        }
-        if epoch_tag(s) != tag {
+        let parked = if pred(v) {
+            Ok(v)
+        } else if epoch_tag(s) != tag {
             // The predicate forked, and this is the child: the announcement counts
             // this thread under the parent's tag, which this process's notifiers
             // drop. Announce again under this process's own.
-            return Err(Parked::Changed);
-        }
-        stamp::mark(Point::Rechecked);
-        let slept = park::wait(&s.queue, &self.value, v, deadline_ns, s.shared);
-        if slept == Parked::Woken {
-            // Before anything else (the predicate may panic): a wake tree may count
-            // on this waiter to wake the next ones.
-            let _ = self.relay(s);
-        }
-        Err(slept)
+            Err(Parked::Changed)
+        } else {
+            stamp::mark(Point::Rechecked);
+            let slept = park::wait(&s.queue, &self.value, v, deadline_ns, s.shared);
+            if slept == Parked::Woken {
+                // Before anything else (the predicate may panic): a wake tree may
+                // count on this waiter to wake the next ones.
+                let _ = self.relay(s);
+            }
+            Err(slept)
+        };
+        counted.withdraw();
+        parked
+    }
+
+    /// After an announcement that replaced a count an ancestor process left: a
+    /// thread of that count may be asleep here (it forked during its park), and
+    /// its count is gone, so it must re-check and announce itself again (see
+    /// "Counts left by a fork").
+    #[cold]
+    #[inline(never)]
+    fn wake_foreign_sleepers(&self, s: &Sleepers) {
+        park::wake(&s.queue, &self.value, park::ALL, s.shared);
     }
 
     /// The announcement (3) of a parking waiter under the fork tag `tag`: a
     /// `SeqCst` read-modify-write that counts it; returns the state before it.
     ///
-    /// The compare-exchanges start from a guess, the state of a cell whose waiters
-    /// park for every value, between two parks (`FENCED`, nobody counted), not from
-    /// a load: after a long sleep the line is no longer in this core's cache, and a
-    /// load would fetch it shared before the exchange fetched it again to write. A
-    /// wrong guess costs one exchange that fails, with the line then in this core's
-    /// cache for the next; the exchanges that succeed are those of a plain
-    /// read-modify-write loop, so nothing of the protocol changes.
-    #[inline]
-    fn announce(&self, tag: u32) -> u32 {
-        let mut st = FENCED;
+    /// The compare-exchanges start from a guess, the state of an idle cell between
+    /// two parks (nobody counted; `FENCED`, or `SHARED_SLOW` on a cell whose
+    /// notifiers always fence), not from a load: after a long sleep the line is no
+    /// longer in this core's cache, and a load would fetch it shared before the
+    /// exchange fetched it again to write. A wrong guess costs one exchange that
+    /// fails, with the line then in this core's cache for the next; the exchanges
+    /// that succeed are those of a plain read-modify-write loop, so nothing of the
+    /// protocol changes.
+    #[inline(always)]
+    fn announce(&self, s: &Sleepers, tag: u32) -> u32 {
+        let mut st = if s.parker || s.shared {
+            SHARED_SLOW
+        } else {
+            FENCED
+        };
         loop {
             match self.state.compare_exchange_weak(
                 st,
@@ -668,9 +687,16 @@ impl MonitorLine {
     /// takes up to [`RELAY_FANOUT`] of the sleepers left to wake and wakes them, or
     /// every sleeper if it takes the last ones. Returns whether some may be left for
     /// another turn.
-    #[inline]
+    #[inline(always)]
     fn relay(&self, s: &Sleepers) -> bool {
-        let mut left = s.relay.load(Ordering::Relaxed);
+        let left = s.relay.load(Ordering::Relaxed);
+        left > 0 && self.relay_from(s, left)
+    }
+
+    /// [`relay`](Self::relay) once its load found `left` sleepers to wake.
+    #[cold]
+    #[inline(never)]
+    fn relay_from(&self, s: &Sleepers, mut left: u32) -> bool {
         while left > 0 {
             let take = left.min(RELAY_FANOUT);
             match s.relay.compare_exchange_weak(
@@ -708,7 +734,7 @@ impl MonitorLine {
     /// when `old` has `FENCED` (see "Who may skip the barrier"), else the barrier.
     /// Returns whether it ran the barrier: then the caller marks the cell `FENCED`
     /// for those that come after it, while its own announcement still stands.
-    #[inline]
+    #[inline(always)]
     fn barrier_unless_fenced(&self, s: &Sleepers, old: u32) -> bool {
         loom_sc_fence();
         if s.parker || s.shared {
@@ -738,7 +764,8 @@ impl MonitorLine {
     /// which also keeps a child of `fork()` that waits on one off the one-time
     /// registration, whose lock another thread of the parent may have held at the
     /// fork.
-    #[inline]
+    #[cold]
+    #[inline(never)]
     fn waiter_barrier(&self, s: &Sleepers) {
         debug_assert!(!s.shared, "a shared cell's waiters run no barrier");
         park::waiter_barrier();
@@ -800,9 +827,10 @@ impl MonitorLine {
     }
 }
 
-/// A parked waiter's announcement in `state` under the fork tag `tag`, withdrawn on
-/// drop: `Relaxed`, it orders nothing (a notifier that still sees the old count makes
-/// one unneeded wake, no more).
+/// A parked waiter's announcement in `state` under the fork tag `tag`, withdrawn
+/// where the park returns ([`withdraw`](Self::withdraw)), or on drop if it unwinds:
+/// `Relaxed`, it orders nothing (a notifier that still sees the old count makes one
+/// unneeded wake, no more).
 struct Announced<'a> {
     line: &'a MonitorLine,
     tag: u32,
@@ -813,11 +841,19 @@ struct Announced<'a> {
     guess: u32,
 }
 
-impl Drop for Announced<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        // The last one out takes the count's fork tag with it; a count under another
-        // tag (or none left) is not ours to take from.
+impl Announced<'_> {
+    /// The withdrawal where the park returns: in the park's own body, where the
+    /// drop on an unwind is a call of its own.
+    #[inline(always)]
+    fn withdraw(self) {
+        self.take_count();
+        std::mem::forget(self);
+    }
+
+    /// One less in the count. The last one out takes the count's fork tag with it;
+    /// a count under another tag (or none left) is not ours to take from.
+    #[inline(always)]
+    fn take_count(&self) {
         let (state, tag) = (&self.line.state, self.tag);
         let mut st = self.guess;
         let mut guessed = true;
@@ -841,6 +877,24 @@ impl Drop for Announced<'_> {
             }
         }
     }
+}
+
+impl Drop for Announced<'_> {
+    /// The withdrawal of a park that unwinds (a panic of the barrier, the predicate
+    /// or the sleep).
+    fn drop(&mut self) {
+        self.take_count();
+    }
+}
+
+/// A waiter that parks beside [`RELAY_FANOUT`] others: a wake of every sleeper here
+/// may now ask whether a tree helps, and the answer's one-time reading
+/// ([`trees_help`]) is made on this thread, on its way to sleep, not on the
+/// notifier's wake.
+#[cold]
+#[inline(never)]
+fn ask_whether_trees_help() {
+    let _ = trees_help();
 }
 
 /// Whether a wake tree can shorten a wake of every sleeper here: its turns run at
@@ -873,7 +927,7 @@ fn counts_every_sleeper(s: &Sleepers) -> bool {
 
 /// `state`'s tag for the parked waiters of this process (0 for a process-shared cell,
 /// whose waiters are of several processes by design).
-#[inline]
+#[inline(always)]
 fn epoch_tag(s: &Sleepers) -> u32 {
     if s.shared {
         0

@@ -348,9 +348,9 @@ impl<'s, 'a: 's> Word<'s> for AnyWord<'s, 'a> {
 
     /// Announce to every member (3), one barrier, re-check every member (4), sleep
     /// on the doorbell, withdraw from every member.
-    fn park(
+    fn park<P: FnMut(Option<(usize, u64)>) -> bool + ?Sized>(
         self,
-        pred: &mut dyn FnMut(Option<(usize, u64)>) -> bool,
+        pred: &mut P,
         deadline_ns: Option<u64>,
     ) -> Result<Option<(usize, u64)>, Parked> {
         let bell = Arc::new(Doorbell::new());

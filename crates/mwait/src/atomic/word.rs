@@ -34,9 +34,9 @@ impl<'a, A: Atomic> Word<'a> for TableWord<'a, A> {
 
     /// Announce (3), barrier, re-check (4), sleep on the doorbell, withdraw (see the
     /// notes of `atomic/mod.rs`).
-    fn park(
+    fn park<P: FnMut(A::Value) -> bool + ?Sized>(
         self,
-        pred: &mut dyn FnMut(A::Value) -> bool,
+        pred: &mut P,
         deadline_ns: Option<u64>,
     ) -> Result<A::Value, Parked> {
         let addr = self.atomic as *const A as usize;

@@ -108,15 +108,20 @@ impl WaitCell {
         self.after_first_look(pred, &self.waiters.policy)
     }
 
-    /// The ladder of a wait. A predicate that captures something goes to it by
-    /// value, through [`climb_out_of_line`](Self::climb_out_of_line), so that only
-    /// that path takes the predicate's address (the ladder calls it through
-    /// `&mut dyn FnMut`): the caller's first look and inline spin then keep what the
-    /// predicate captures in registers, where with the address taken in the
-    /// caller's frame they read it back from the stack after each load of the
-    /// value. A predicate that captures nothing (a parker's) has nothing to keep
-    /// and calls the ladder straight away, without that frame: its waits are the
-    /// ones that sleep long, and come back to code their sleep took from the caches.
+    /// The rest of a wait whose first look missed. An untimed wait that parks
+    /// without the climb (`ladder::park::without_climb`: a consumer whose spins keep
+    /// failing, a parker's idle wait) parks right here, in the caller's body: after
+    /// a long sleep every line the wait touches is cold, and a chain of frames
+    /// (this crate's entry, the protocol's park, the predicate through a `dyn`
+    /// call) costs a wait that sleeps 5 ms a tenth of its CPU on the 2-vCPU guest
+    /// (`docs/design-notes.md`). The other waits go to the ladder. A predicate that
+    /// captures something goes to it by value, through
+    /// [`climb_out_of_line`](Self::climb_out_of_line), so that only that path takes
+    /// the predicate's address (the ladder calls it through `&mut dyn FnMut`): the
+    /// caller's first look and inline spin then keep what the predicate captures in
+    /// registers, where with the address taken in the caller's frame they read it
+    /// back from the stack after each load of the value. A predicate that captures
+    /// nothing (a parker's) has nothing to keep and calls the ladder straight away.
     #[inline(always)]
     fn climb(
         &self,
@@ -124,6 +129,15 @@ impl WaitCell {
         deadline_ns: Option<u64>,
         policy: &WaitPolicy,
     ) -> Outcome {
+        if deadline_ns.is_none() {
+            stamp::mark(Point::Ladder);
+            let parker = self.waiters.sleepers.parker();
+            if let Some(outcome) =
+                ladder::park_without_climb(self.waiter(), &mut pred, None, policy, parker)
+            {
+                return outcome;
+            }
+        }
         if std::mem::size_of_val(&pred) == 0 {
             self.ladder(&mut pred, deadline_ns, policy)
         } else {
@@ -131,8 +145,8 @@ impl WaitCell {
         }
     }
 
-    /// The ladder's entries (`ladder::untimed` and `ladder::timed`, which may park
-    /// without the climb).
+    /// The ladder's entries: `ladder::run` for an untimed wait, `ladder::timed`
+    /// (which may park without the climb) for one with a deadline.
     #[inline(always)]
     fn ladder(
         &self,
@@ -141,7 +155,7 @@ impl WaitCell {
         policy: &WaitPolicy,
     ) -> Outcome {
         match deadline_ns {
-            None => ladder::untimed(self.waiter(), pred, policy),
+            None => ladder::run(self.waiter(), pred, None, policy),
             Some(ns) => ladder::timed(self.waiter(), pred, ns, policy),
         }
     }

@@ -12,10 +12,10 @@
 //! A wait first decides its spin budget ([`Start`], `start.rs`, with the inline spin
 //! that untimed waits make before the ladder); one whose budget is 0 and that
 //! has no hardware tier to try parks at once ([`park::at_once`]), through the same
-//! park loop, without building the climb. A blocking wait on a cell enters through
-//! [`untimed`] or [`timed`], which park the commonest of those without the ladder's
-//! start at all ([`park::without_climb`]: a consumer whose spins keep failing, a
-//! parker's idle wait).
+//! park loop, without building the climb. The commonest of those park without the
+//! ladder's start at all ([`park::without_climb`]: a consumer whose spins keep
+//! failing, a parker's idle wait): an untimed wait on a cell in its caller's body
+//! (`WaitCell::climb`), a timed one in [`timed`].
 //!
 //! What the climb knows and learns on its way is one record, [`Climb`]: whether this
 //! thread just handed off to a parked partner, whether spinning can help, whether it
@@ -34,6 +34,7 @@ pub(crate) mod load;
 pub(crate) mod outcome;
 mod park;
 pub(crate) use park::idle as park_idle;
+pub(crate) use park::without_climb as park_without_climb;
 mod start;
 pub(crate) use start::inline_spin;
 pub(crate) mod stats;
@@ -295,21 +296,12 @@ pub(crate) fn run(
     ladder(cell.word(), cell.learning(), pred, deadline, policy)
 }
 
-/// The ladder's entry for an untimed blocking wait on a cell whose first look (and
-/// inline spin) missed: [`enter`].
-#[cold]
-#[inline(never)]
-pub(crate) fn untimed(
-    cell: Waiter<'_>,
-    pred: &mut dyn FnMut(u32) -> bool,
-    policy: &WaitPolicy,
-) -> Outcome {
-    enter(cell, pred, None, policy)
-}
-
 /// The ladder's entry for a blocking wait on a cell with a deadline whose first look
-/// missed: [`enter`], in a body of its own, so that the untimed one has no deadline
-/// to check.
+/// missed: the park without the climb where the wait is one that parks at once
+/// without evidence ([`park::without_climb`]: a consumer whose spins keep failing, a
+/// parker's idle wait), else [`run`], whose frame holds the climb. (An untimed
+/// wait makes the same choice in its caller's body, `WaitCell::climb`, and enters
+/// [`run`] directly.)
 #[cold]
 #[inline(never)]
 pub(crate) fn timed(
@@ -318,21 +310,8 @@ pub(crate) fn timed(
     deadline: u64,
     policy: &WaitPolicy,
 ) -> Outcome {
-    enter(cell, pred, Some(deadline), policy)
-}
-
-/// The park without the climb where the wait is one that parks at once without
-/// evidence ([`park::without_climb`]: a consumer whose spins keep failing, a
-/// parker's idle wait), else [`run`]. The waits that park that way do not enter
-/// [`run`], whose frame holds the climb.
-#[inline(always)]
-fn enter(
-    cell: Waiter<'_>,
-    pred: &mut dyn FnMut(u32) -> bool,
-    deadline: Option<u64>,
-    policy: &WaitPolicy,
-) -> Outcome {
     stamp::mark(Point::Ladder);
+    let deadline = Some(deadline);
     match park::without_climb(cell, pred, deadline, policy, cell.sleepers.parker()) {
         Some(outcome) => outcome,
         None => run(cell, pred, deadline, policy),

@@ -15,7 +15,10 @@
 //! did not spin, and nothing else: no climb record built, no tier's checks, no
 //! branch of the climb's end that cannot apply, no frame of the ladder's. After an
 //! idle spell its code and data are cold, and each line it does not touch is a
-//! cache miss the park does not pay (`docs/clients.md`). A wait on a bare atomic,
+//! cache miss the park does not pay (`docs/clients.md`). An untimed wait on a cell
+//! runs it in the caller's own body (`WaitCell::climb`), generic over the predicate,
+//! with the protocol's park and the futex call inline: after the futex call it
+//! returns to its caller without a call of its own. A wait on a bare atomic,
 //! and a wait whose thread has a note to take, decide in the ladder's general start
 //! ([`Start`]) and park at once from there.
 
@@ -36,10 +39,10 @@ use crate::sys::stamp::{self, Point};
 /// (`Climb::finish`): a change that came before the waiter slept is one a spin would
 /// have caught.
 #[inline(always)]
-pub(super) fn at_once<'a, W: Word<'a>>(
+pub(super) fn at_once<'a, W: Word<'a>, P: FnMut(ValueOf<'a, W>) -> bool + ?Sized>(
     word: W,
     cell: Learning<'a>,
-    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
+    pred: &mut P,
     deadline: Option<u64>,
     adaptive: bool,
     start: Start,
@@ -102,9 +105,9 @@ pub(crate) fn idle<P: FnMut(u32) -> bool>(
 /// long: each line this path does not touch is a miss the park does not pay, and
 /// the path runs in one function, the order it is written in (`docs/clients.md`).
 #[inline(always)]
-pub(super) fn without_climb(
+pub(crate) fn without_climb<P: FnMut(u32) -> bool + ?Sized>(
     cell: Waiter<'_>,
-    pred: &mut dyn FnMut(u32) -> bool,
+    pred: &mut P,
     deadline: Option<u64>,
     policy: &WaitPolicy,
     parker: bool,
@@ -159,10 +162,10 @@ pub(super) fn park_tier<'a, W: Word<'a>>(
 /// once the waiter has slept in the kernel. `measure`: the parks that are due for it
 /// read the clock around their sleep for the wake-up estimate.
 #[inline(always)]
-fn park_until<'a, W: Word<'a>>(
+fn park_until<'a, W: Word<'a>, P: FnMut(ValueOf<'a, W>) -> bool + ?Sized>(
     word: W,
     cell: Learning<'a>,
-    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
+    pred: &mut P,
     deadline: Option<u64>,
     measure: bool,
     slept: &mut bool,
@@ -181,28 +184,17 @@ fn park_until<'a, W: Word<'a>>(
         // never on a parker's park without evidence, which reads no clock at all:
         // after an idle spell the clock's pages are cold, and their misses would
         // cost an idle park more than the rest of mwait's path (`docs/clients.md`).
-        // The parks that spin on evidence measure the wake-up latency.
-        // A park that measures says so before it announces itself: only then does
-        // the notifier that wakes it stamp the wake.
-        let parked_ns = (measure && estimate::wake_sample_due()).then(|| {
-            word.measure_wake(true);
-            now_ns()
-        });
-        let parked = word.park(&mut *pred, deadline);
-        stamp::mark(Point::Withdrawn);
-        let measured = parked_ns.map(|at| {
-            let stamp = word.wake_stamp();
-            word.measure_wake(false);
-            (stamp, at)
-        });
+        // The parks that spin on evidence measure the wake-up latency, out of line.
+        let parked = if measure && estimate::wake_sample_due() {
+            park_measured(word, &mut |v| pred(v), deadline)
+        } else {
+            let parked = word.park(&mut *pred, deadline);
+            stamp::mark(Point::Withdrawn);
+            parked
+        };
         match parked {
             Ok(v) => return (v, Ended::Park),
-            Err(Parked::Woken) => {
-                *slept = true;
-                if let Some((stamp_ns, parked_ns)) = measured {
-                    let _ = estimate::offer_wake(stamp_ns, parked_ns, now_ns());
-                }
-            }
+            Err(Parked::Woken) => *slept = true,
             // The value changed before the kernel put us to sleep: no wake-up to
             // measure.
             Err(Parked::Changed) => {}
@@ -217,6 +209,29 @@ fn park_until<'a, W: Word<'a>>(
             }
         }
     }
+}
+
+/// One park of [`park_until`] that measures the wake-up latency (one in
+/// `WAKE_SAMPLE_EVERY`): out of the loop's body, which then holds one park, and one
+/// body for every predicate. It says so before it announces itself: only then does
+/// the notifier that wakes it stamp the wake.
+#[cold]
+#[inline(never)]
+fn park_measured<'a, W: Word<'a>>(
+    word: W,
+    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
+    deadline: Option<u64>,
+) -> Result<ValueOf<'a, W>, Parked> {
+    word.measure_wake(true);
+    let parked_ns = now_ns();
+    let parked = word.park(pred, deadline);
+    stamp::mark(Point::Withdrawn);
+    let stamp_ns = word.wake_stamp();
+    word.measure_wake(false);
+    if parked == Err(Parked::Woken) {
+        let _ = estimate::offer_wake(stamp_ns, parked_ns, now_ns());
+    }
+    parked
 }
 
 /// Tier 3 with parking off: rounds of spin and yield until the predicate holds or

@@ -528,7 +528,11 @@ impl<'a> Word<'a> for NoPark<'a> {
     fn atomic(self) -> &'a AtomicU64 {
         self.0
     }
-    fn park(self, _: &mut dyn FnMut(u64) -> bool, _: Option<u64>) -> Result<u64, Parked> {
+    fn park<P: FnMut(u64) -> bool + ?Sized>(
+        self,
+        _: &mut P,
+        _: Option<u64>,
+    ) -> Result<u64, Parked> {
         panic!("the hardware tier should have seen the change")
     }
     fn wake_stamp(self) -> u64 {

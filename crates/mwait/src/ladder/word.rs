@@ -22,9 +22,9 @@ pub(crate) trait Word<'a>: Copy {
 
     /// One park: announce, barrier, re-check (`Ok(v)`: the predicate held for `v`,
     /// the waiter did not sleep), sleep until woken or `deadline_ns`, withdraw.
-    fn park(
+    fn park<P: FnMut(ValueOf<'a, Self>) -> bool + ?Sized>(
         self,
-        pred: &mut dyn FnMut(ValueOf<'a, Self>) -> bool,
+        pred: &mut P,
         deadline_ns: Option<u64>,
     ) -> Result<ValueOf<'a, Self>, Parked>;
 
@@ -55,12 +55,12 @@ impl<'a> Word<'a> for CellWord<'a> {
         &self.line.value
     }
 
-    /// Not `#[inline]`: its body would go to the crates that compile the generic
-    /// waits, and the protocol's park, which it names, would be exported and
-    /// called through the GOT (`docs/architecture.md`).
-    fn park(
+    /// The protocol's park, inline: a wait that parks without the climb runs it in
+    /// its caller's body (`docs/architecture.md`).
+    #[inline(always)]
+    fn park<P: FnMut(u32) -> bool + ?Sized>(
         self,
-        pred: &mut dyn FnMut(u32) -> bool,
+        pred: &mut P,
         deadline_ns: Option<u64>,
     ) -> Result<u32, Parked> {
         self.line.park(self.sleepers, pred, deadline_ns)

@@ -30,7 +30,7 @@ fn a_new_cell_starts_fenced_until_a_run_of_idle_notifies() {
     let (line, s) = cell();
     assert_eq!(line.state.load(Ordering::Relaxed), FENCED);
     assert_eq!(
-        line.announce(epoch_tag(&s)),
+        line.announce(&s, epoch_tag(&s)),
         FENCED,
         "the first park skips the barrier"
     );
@@ -238,19 +238,29 @@ fn a_withdrawal_takes_only_from_its_own_tag_s_count() {
 /// read-modify-write's.
 #[test]
 fn a_guessed_announcement_and_withdrawal_leave_the_state_a_plain_update_would() {
-    let s = Sleepers::new(false, false);
-    let tag = epoch_tag(&s);
+    // A plain cell's announcement guesses `FENCED`, a shared or parker's cell's
+    // `SHARED_SLOW`: each meets every state, its own guess's included.
+    for (shared, parker) in [(false, false), (true, false), (false, true)] {
+        let s = Sleepers::new(shared, parker);
+        let tag = epoch_tag(&s);
+        a_guessed_update_on(&s, tag);
+    }
+}
+
+fn a_guessed_update_on(s: &Sleepers, tag: u32) {
     for before in [
         0,
         FENCED,
+        SHARED_SLOW,
         FENCED | tag | 2,
+        SHARED_SLOW | tag | 1,
         tag | 1 | WOKEN,
         (IDLE_ONE * 3) | FENCED,
     ] {
         for guess in [0, FENCED | tag | 1 | WOKEN, before, before | WOKEN] {
             let (line, _) = cell();
             line.state.store(before, Ordering::Relaxed);
-            assert_eq!(line.announce(tag), before, "the state before (3)");
+            assert_eq!(line.announce(s, tag), before, "the state before (3)");
             let counted = announced(before, tag);
             assert_eq!(line.state.load(Ordering::Relaxed), counted);
             drop(Announced {
@@ -360,7 +370,7 @@ fn a_wake_is_stamped_only_while_a_parked_waiter_measures() {
         s.measure_wake(measuring);
         // One waiter counted (it has announced itself and not slept yet: the wake
         // finds nobody asleep, which changes nothing here).
-        line.announce(epoch_tag(&s));
+        line.announce(&s, epoch_tag(&s));
         line.store(&s, 1, &Quiet);
         assert_eq!(s.wake_stamp() != 0, measuring, "measuring: {measuring}");
     }

@@ -227,7 +227,20 @@ extern "C" fn register_at_load() {
 /// How many `fork()`s lie between the process that first parked through mwait and
 /// this one: 0 there, one more in each child (a `pthread_atfork` child handler,
 /// installed by the first call). See "Counts left by a fork" in `protocol.rs`.
+/// Inline, as the park that reads it: after the first call, two loads of the state
+/// line.
+#[inline(always)]
 pub(crate) fn fork_generation() -> u32 {
+    if LINE.fork_handler.get().is_none() {
+        install_fork_handler();
+    }
+    LINE.fork_generation.load(Ordering::Relaxed)
+}
+
+/// The first call of [`fork_generation`]: installs the child handler that counts.
+#[cold]
+#[inline(never)]
+fn install_fork_handler() {
     // Miri cannot fork: the handler is not installed there.
     LINE.fork_handler.get_or_init(|| {
         if cfg!(miri) {
@@ -242,12 +255,15 @@ pub(crate) fn fork_generation() -> u32 {
         let r = unsafe { libc::pthread_atfork(None, None, Some(in_the_child)) };
         debug_assert_eq!(r, 0, "pthread_atfork failed");
     });
-    LINE.fork_generation.load(Ordering::Relaxed)
 }
 
 /// Settles the one-time `membarrier` registration (see [`park`](crate::sys::park)).
+/// Inline, as the park that calls it: once settled, a load of the state line.
+#[inline(always)]
 pub(crate) fn prepare() {
-    registered();
+    if LINE.registered.get().is_none() {
+        let _ = registered();
+    }
     fork_generation();
 }
 

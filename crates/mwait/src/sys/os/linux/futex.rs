@@ -10,6 +10,7 @@ use crate::sys::counters::{self, Counter};
 use crate::sys::stamp::{self, Point};
 use crate::sys::os::plain::Queue;
 
+#[inline(always)]
 fn futex_op(base: libc::c_int, shared: bool) -> libc::c_int {
     if shared {
         base
@@ -30,7 +31,10 @@ fn futex_op(base: libc::c_int, shared: bool) -> libc::c_int {
 /// [`FUTEX_FAILED_SLEEP_MAX_US`] (never past the deadline), and reports a wake-up, so
 /// the caller re-checks its predicate a few hundred times a second at most instead of
 /// spinning on the failing call.
-#[inline]
+///
+/// Inline, as the park that calls it: an untimed sleep is the system call and the
+/// look at its result, with a sleep in slices and an unexpected error out of line.
+#[inline(always)]
 pub(crate) fn wait(
     _queue: &Queue,
     word: &AtomicU32,
@@ -38,7 +42,52 @@ pub(crate) fn wait(
     deadline_ns: Option<u64>,
     shared: bool,
 ) -> Parked {
+    if deadline_ns.is_some() {
+        return wait_with_deadline(word, expected, deadline_ns, shared);
+    }
+    if sliced() {
+        return wait_in_slices(word, expected, shared);
+    }
+    sleep_until(word, expected, None, false, shared)
+}
+
+/// A wait that the kernel ended as expected (a wake-up, a signal, a changed value):
+/// the run of unexpected errors ends.
+#[inline(always)]
+fn woken(parked: Parked) -> Parked {
+    FUTEX_FAILURES.with(|f| f.set(0));
+    parked
+}
+
+/// [`wait`] without a deadline where it sleeps in slices (see [`slice`]).
+#[cold]
+#[inline(never)]
+fn wait_in_slices(word: &AtomicU32, expected: u32, shared: bool) -> Parked {
+    wait_with_deadline(word, expected, None, shared)
+}
+
+/// [`wait`] with a deadline, the caller's or a slice's (see [`slice`]).
+#[inline(always)]
+fn wait_with_deadline(
+    word: &AtomicU32,
+    expected: u32,
+    deadline_ns: Option<u64>,
+    shared: bool,
+) -> Parked {
     let (deadline_ns, sliced) = slice(deadline_ns);
+    sleep_until(word, expected, deadline_ns, sliced, shared)
+}
+
+/// One `FUTEX_WAIT_BITSET` until `deadline_ns` (`sliced`: a slice's end, reported as
+/// a wake-up), and what its result says.
+#[inline(always)]
+fn sleep_until(
+    word: &AtomicU32,
+    expected: u32,
+    deadline_ns: Option<u64>,
+    sliced: bool,
+    shared: bool,
+) -> Parked {
     let ts = deadline_ns.map(timespec_of);
     let ts_ptr = ts
         .as_ref()
@@ -65,16 +114,10 @@ pub(crate) fn wait(
     };
     stamp::mark(Point::Returned);
     match r {
-        Ok(()) | Err(libc::EINTR) => {
-            // Woken, or a signal.
-            FUTEX_FAILURES.with(|f| f.set(0));
-            Parked::Woken
-        }
-        Err(libc::EAGAIN) => {
-            // The value changed before we slept: no wake-up to measure.
-            FUTEX_FAILURES.with(|f| f.set(0));
-            Parked::Changed
-        }
+        // Woken, or a signal.
+        Ok(()) | Err(libc::EINTR) => woken(Parked::Woken),
+        // The value changed before we slept: no wake-up to measure.
+        Err(libc::EAGAIN) => woken(Parked::Changed),
         Err(libc::ETIMEDOUT) if sliced => Parked::Woken,
         Err(libc::ETIMEDOUT) => Parked::TimedOut,
         Err(_) => sleep_after_failure(deadline_ns),
