@@ -665,7 +665,7 @@ impl MonitorLine {
     /// protocol changes.
     #[inline(always)]
     fn announce(&self, s: &Sleepers, tag: u32) -> u32 {
-        let mut st = if s.parker || s.shared {
+        let mut st = if s.notifiers_fence() {
             SHARED_SLOW
         } else {
             FENCED
@@ -737,7 +737,7 @@ impl MonitorLine {
     #[inline(always)]
     fn barrier_unless_fenced(&self, s: &Sleepers, old: u32) -> bool {
         loom_sc_fence();
-        if s.parker || s.shared {
+        if s.notifiers_fence() {
             // Every notifier of such a cell orders its write (1) before its load (2)
             // with a `SeqCst` read-modify-write or fence (a light store goes to the
             // fenced slow path by the `SHARED_SLOW` bit), and the announcement (3) is

@@ -70,6 +70,14 @@ impl Sleepers {
         self.parker
     }
 
+    /// Whether every notifier of the cell fences (its light stores go to the fenced
+    /// slow path by `SHARED_SLOW`): a shared cell's or a parker's, whose waiters run
+    /// no barrier and whose idle state is `SHARED_SLOW` alone.
+    #[inline(always)]
+    pub(super) fn notifiers_fence(&self) -> bool {
+        self.parker || self.shared
+    }
+
     /// The async registry.
     #[inline]
     pub(crate) fn registry(&self) -> &Registry {
