@@ -47,7 +47,9 @@ pub fn run(o: &mut Out, ctx: &Ctx) {
 /// Measures and writes the section's tables.
 fn measure(o: &mut Out, ctx: &Ctx) -> Measured {
     let runs = ctx.runs("atomic");
-    eprintln!("atomic ...");
+    if runs {
+        eprintln!("atomic ...");
+    }
     let p50 = |v: &[f64]| {
         let mut ns: Vec<u64> = v.iter().map(|x| (x * 1000.0) as u64).collect();
         stats(&mut ns).p50 / 1000.0

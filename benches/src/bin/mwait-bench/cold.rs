@@ -24,6 +24,7 @@ pub struct ColdBudget {
 /// What the cold children measured: per scenario, per mechanism (in
 /// [`Scenario::impls`] order), one [`Measures`] per round (empty where the child
 /// failed), and the failures.
+#[derive(Default)]
 pub struct ColdRuns {
     runs: Vec<(Scenario, Vec<Vec<Measures>>)>,
     failures: Vec<String>,
@@ -47,6 +48,7 @@ impl ColdRuns {
 /// [`mwait_benches::cold`]), with the targets judged on them.
 pub fn run(o: &mut Out, ctx: &Ctx) {
     if !ctx.runs("cold") {
+        o.targets.extend(targets(&ColdRuns::default()));
         return;
     }
     eprintln!("cold ...");

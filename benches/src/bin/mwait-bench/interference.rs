@@ -36,7 +36,6 @@ struct InterferenceRuns {
 /// `interference`: compute workers beside a slow pair: the measures, the table,
 /// the noise floor and the targets on the waitcell-against-futex comparisons.
 pub fn run(o: &mut Out, ctx: &Ctx) {
-    eprintln!("interference ...");
     let runs = measure_interference(ctx);
     interference_table(o, &runs);
     let all = &ctx.all;
@@ -97,6 +96,7 @@ fn measure_interference(ctx: &Ctx) -> InterferenceRuns {
     if !ctx.runs("interference") {
         return runs;
     }
+    eprintln!("interference ...");
     let futex_at = all.iter().position(|(name, _)| name == "futex");
     let per = ctx.b.interference / rounds;
     let mut thr: Vec<Vec<f64>> = vec![Vec::new(); n];

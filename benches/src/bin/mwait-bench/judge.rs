@@ -142,6 +142,14 @@ impl Target {
         }
     }
 
+    /// The same target, left unjudged: its section did not run.
+    pub fn not_run(self) -> Target {
+        Target {
+            verdict: Verdict::NoMeasurement,
+            ..self
+        }
+    }
+
     /// The target as one JSON object (numbers that are not finite as `null`).
     pub fn json(&self) -> String {
         let (op, b) = self.bound.parts();

@@ -200,13 +200,11 @@ fn of(v: &[(String, f64)], name: &str) -> f64 {
 
 /// The notify table; ns per call, per implementation.
 fn notify_costs(o: &mut Out, ctx: &Ctx) -> Vec<(String, f64)> {
+    if !ctx.runs("notify") {
+        return Vec::new();
+    }
     eprintln!("notify ...");
-    let budget = if ctx.runs("notify") {
-        ctx.b.notify
-    } else {
-        Duration::ZERO
-    };
-    let notify: Vec<(String, f64)> = scenarios::notify_costs(budget)
+    let notify: Vec<(String, f64)> = scenarios::notify_costs(ctx.b.notify)
         .into_iter()
         .map(|(n, v)| {
             let mut v: Vec<u64> = v.iter().map(|x| (x * 1000.0) as u64).collect();
@@ -246,13 +244,13 @@ const BESIDE_WAKES: u32 = 100;
 /// `scenarios::slow_producers_beside`); returns each gap with the per-round ratios
 /// of the second part.
 fn long_wait_table(o: &mut Out, ctx: &Ctx) -> Vec<(u64, Vec<f64>)> {
-    eprintln!("long_wait ...");
     let (all, rounds) = (&ctx.all, ctx.b.rounds);
     let mut long_cpu: Vec<Row> = Vec::new();
     let mut long_wake: Vec<Row> = Vec::new();
     let mut beside = Vec::new();
     let mut energy = EnergyPer::new(ctx, all.len());
     if ctx.runs("long_wait") {
+        eprintln!("long_wait ...");
         let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); all.len()];
         let mut wake: Vec<Vec<f64>> = vec![Vec::new(); all.len()];
         for r in 0..rounds as usize {
@@ -435,7 +433,9 @@ pub fn barrier(o: &mut Out, ctx: &Ctx) {
 
 /// The barrier table; ns per episode, per barrier.
 fn barrier_table(o: &mut Out, ctx: &Ctx) -> Vec<(String, f64)> {
-    eprintln!("barrier ...");
+    if ctx.runs("barrier") {
+        eprintln!("barrier ...");
+    }
     let n = ctx.b.barrier_episodes;
     let mut bar: Vec<(String, f64)> = Vec::new();
     md!(

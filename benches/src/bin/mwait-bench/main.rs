@@ -44,7 +44,7 @@ use scale::ScaleBudget;
 type Section = fn(&mut Out, &Ctx);
 
 /// The report's sections in the report's order, each under the name `--only`
-/// takes (a section that `--only` leaves out still lists its targets as not run).
+/// takes (a section that `--only` leaves out lists its targets alone, as not run).
 const SECTIONS: [(&str, Section); 13] = [
     ("pingpong", latency::pingpong),
     ("same_cpu", latency::same_cpu),
@@ -220,15 +220,29 @@ fn main() {
     };
     let mut o = Out::default();
     report::rounds_note(&mut o, ctx.b.rounds);
-    for (_, section) in SECTIONS {
-        section(&mut o, &ctx);
-    }
+    run_sections(&mut o, &ctx);
     report::targets_section(&mut o, ctx.only.as_deref());
     // Only now, after every measurement, is mwait asked what it detected and chose.
     let caps = mwait::Capabilities::detect();
     let sel = mwait::selection();
     report::header(&mut o, &opts, &ctx, caps, sel);
     report::write_files(&o, &opts, &ctx, caps, sel);
+}
+
+/// Runs the sections that `--only` selects, in the report's order. A section that
+/// it leaves out measures nothing and writes no table or JSON row: its targets
+/// alone go to the report, as not run.
+fn run_sections(o: &mut Out, ctx: &Ctx) {
+    for (name, section) in SECTIONS {
+        if ctx.runs(name) {
+            section(o, ctx);
+        } else {
+            let mut left_out = Out::default();
+            section(&mut left_out, ctx);
+            o.targets
+                .extend(left_out.targets.into_iter().map(judge::Target::not_run));
+        }
+    }
 }
 
 /// The peers, the default WaitCell and the WaitCell tiers usable here. Which
@@ -279,5 +293,40 @@ mod tests {
         assert!(parse(&["--only", "spsc,nope"])
             .unwrap_err()
             .contains("no such bench"));
+    }
+
+    #[test]
+    fn a_section_left_out_writes_nothing_and_lists_its_targets_as_not_run() {
+        let ctx = Ctx {
+            b: Budgets::new(1),
+            all: impls::peers(),
+            // A list that names no section leaves every one out.
+            only: Some(String::new()),
+            process_cpus: 2,
+            energy: Err("none in this test".into()),
+        };
+        let mut o = Out::default();
+        run_sections(&mut o, &ctx);
+        assert_eq!(o.md, "", "no table of a section that did not run");
+        assert!(o.json.is_empty() && o.svg_series.is_empty() && o.latency_cpu.is_empty());
+        // Every section that judges targets lists them, none judged.
+        for prefix in [
+            "pingpong",
+            "notify",
+            "atomic:",
+            "long_wait",
+            "cold",
+            "scale:",
+            "spsc:",
+        ] {
+            assert!(
+                o.targets.iter().any(|t| t.text.starts_with(prefix)),
+                "{prefix}"
+            );
+        }
+        assert!(o
+            .targets
+            .iter()
+            .all(|t| t.verdict == judge::Verdict::NoMeasurement));
     }
 }

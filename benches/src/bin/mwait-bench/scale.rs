@@ -60,6 +60,19 @@ pub struct ScaleRuns {
 }
 
 impl ScaleRuns {
+    /// No measurement, on `cpus` CPUs (what the targets name).
+    fn none(cpus: usize) -> ScaleRuns {
+        ScaleRuns {
+            cpus,
+            pairs: Vec::new(),
+            pairs_vs_pause: Vec::new(),
+            broadcast: Vec::new(),
+            barrier: Vec::new(),
+            busy: Vec::new(),
+            failures: Vec::new(),
+        }
+    }
+
     fn of<'a, T>(series: &'a Series<T>, name: &str) -> &'a [T] {
         series
             .iter()
@@ -72,6 +85,8 @@ impl ScaleRuns {
 /// judges its targets.
 pub fn run(o: &mut Out, ctx: &Ctx) {
     if !ctx.runs("scale") {
+        o.targets
+            .extend(targets(&ScaleRuns::none(ctx.process_cpus)));
         return;
     }
     eprintln!("scale ...");
