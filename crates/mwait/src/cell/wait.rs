@@ -108,13 +108,13 @@ impl WaitCell {
         self.after_first_look(pred, &self.waiters.policy)
     }
 
-    /// The rest of a wait whose first look missed. An untimed wait that parks
-    /// without the climb (`ladder::park::without_climb`: a consumer whose spins keep
-    /// failing, a parker's idle wait) parks right here, in the caller's body: after
-    /// a long sleep every line the wait touches is cold, and a chain of frames
-    /// (this crate's entry, the protocol's park, the predicate through a `dyn`
-    /// call) costs a wait that sleeps 5 ms a tenth of its CPU on the 2-vCPU guest
-    /// (`docs/design-notes.md`). The other waits go to the ladder. A predicate that
+    /// The rest of a wait whose first look missed. A wait that parks without the
+    /// climb (`ladder::park::without_climb`: a consumer whose spins keep failing, a
+    /// parker's idle wait), with a deadline or without, parks right here, in the
+    /// caller's body: after a long sleep every line the wait touches is cold, and a
+    /// chain of frames (this crate's entry, the protocol's park, the predicate
+    /// through a `dyn` call) costs a wait that sleeps 5 ms a tenth of its CPU on the
+    /// 2-vCPU guest (`docs/design-notes.md`). The other waits go to the ladder. A predicate that
     /// captures something goes to it by value, through
     /// [`climb_out_of_line`](Self::climb_out_of_line), so that only that path takes
     /// the predicate's address (the ladder calls it through `&mut dyn FnMut`): the
@@ -129,34 +129,17 @@ impl WaitCell {
         deadline_ns: Option<u64>,
         policy: &WaitPolicy,
     ) -> Outcome {
-        if deadline_ns.is_none() {
-            stamp::mark(Point::Ladder);
-            let parker = self.waiters.sleepers.parker();
-            if let Some(outcome) =
-                ladder::park_without_climb(self.waiter(), &mut pred, None, policy, parker)
-            {
-                return outcome;
-            }
+        stamp::mark(Point::Ladder);
+        let parker = self.waiters.sleepers.parker();
+        if let Some(outcome) =
+            ladder::park_without_climb(self.waiter(), &mut pred, deadline_ns, policy, parker)
+        {
+            return outcome;
         }
         if std::mem::size_of_val(&pred) == 0 {
-            self.ladder(&mut pred, deadline_ns, policy)
+            ladder::run(self.waiter(), &mut pred, deadline_ns, policy)
         } else {
             self.climb_out_of_line(pred, deadline_ns, policy)
-        }
-    }
-
-    /// The ladder's entries: `ladder::run` for an untimed wait, `ladder::timed`
-    /// (which may park without the climb) for one with a deadline.
-    #[inline(always)]
-    fn ladder(
-        &self,
-        pred: &mut dyn FnMut(u32) -> bool,
-        deadline_ns: Option<u64>,
-        policy: &WaitPolicy,
-    ) -> Outcome {
-        match deadline_ns {
-            None => ladder::run(self.waiter(), pred, None, policy),
-            Some(ns) => ladder::timed(self.waiter(), pred, ns, policy),
         }
     }
 
@@ -168,7 +151,7 @@ impl WaitCell {
         deadline_ns: Option<u64>,
         policy: &WaitPolicy,
     ) -> Outcome {
-        self.ladder(&mut pred, deadline_ns, policy)
+        ladder::run(self.waiter(), &mut pred, deadline_ns, policy)
     }
 
     /// The first loads of the spin tier inline, in the caller's frame

@@ -14,8 +14,8 @@
 //! has no hardware tier to try parks at once ([`park::at_once`]), through the same
 //! park loop, without building the climb. The commonest of those park without the
 //! ladder's start at all ([`park::without_climb`]: a consumer whose spins keep
-//! failing, a parker's idle wait): an untimed wait on a cell in its caller's body
-//! (`WaitCell::climb`), a timed one in [`timed`].
+//! failing, a parker's idle wait): a wait on a cell, timed or not, in its caller's
+//! body (`WaitCell::climb`).
 //!
 //! What the climb knows and learns on its way is one record, [`Climb`]: whether this
 //! thread just handed off to a parked partner, whether spinning can help, whether it
@@ -294,28 +294,6 @@ pub(crate) fn run(
     // wait that parks at once comes back through one frame less (and one call
     // through the GOT less), on code that its sleep took from the caches.
     ladder(cell.word(), cell.learning(), pred, deadline, policy)
-}
-
-/// The ladder's entry for a blocking wait on a cell with a deadline whose first look
-/// missed: the park without the climb where the wait is one that parks at once
-/// without evidence ([`park::without_climb`]: a consumer whose spins keep failing, a
-/// parker's idle wait), else [`run`], whose frame holds the climb. (An untimed
-/// wait makes the same choice in its caller's body, `WaitCell::climb`, and enters
-/// [`run`] directly.)
-#[cold]
-#[inline(never)]
-pub(crate) fn timed(
-    cell: Waiter<'_>,
-    pred: &mut dyn FnMut(u32) -> bool,
-    deadline: u64,
-    policy: &WaitPolicy,
-) -> Outcome {
-    stamp::mark(Point::Ladder);
-    let deadline = Some(deadline);
-    match park::without_climb(cell, pred, deadline, policy, cell.sleepers.parker()) {
-        Some(outcome) => outcome,
-        None => run(cell, pred, deadline, policy),
-    }
 }
 
 /// [`run`] on any [`Word`], learning and counting in `learning`.

@@ -15,10 +15,10 @@
 //! did not spin, and nothing else: no climb record built, no tier's checks, no
 //! branch of the climb's end that cannot apply, no frame of the ladder's. After an
 //! idle spell its code and data are cold, and each line it does not touch is a
-//! cache miss the park does not pay (`docs/clients.md`). An untimed wait on a cell
-//! runs it in the caller's own body (`WaitCell::climb`), generic over the predicate,
-//! with the protocol's park and the futex call inline: after the futex call it
-//! returns to its caller without a call of its own. A wait on a bare atomic,
+//! cache miss the park does not pay (`docs/clients.md`). A wait on a cell, timed or
+//! not, runs it in the caller's own body (`WaitCell::climb`), generic over the
+//! predicate, with the protocol's park and the futex call inline: after the futex
+//! call it returns to its caller without a call of its own. A wait on a bare atomic,
 //! and a wait whose thread has a note to take, decide in the ladder's general start
 //! ([`Start`]) and park at once from there.
 

@@ -32,8 +32,9 @@ fn futex_op(base: libc::c_int, shared: bool) -> libc::c_int {
 /// the caller re-checks its predicate a few hundred times a second at most instead of
 /// spinning on the failing call.
 ///
-/// Inline, as the park that calls it: an untimed sleep is the system call and the
-/// look at its result, with a sleep in slices and an unexpected error out of line.
+/// Inline, as the park that calls it: a sleep is the system call (after the
+/// deadline's conversion, for a timed one) and the look at its result, with a sleep
+/// in slices and an unexpected error out of line.
 #[inline(always)]
 pub(crate) fn wait(
     _queue: &Queue,
