@@ -317,6 +317,7 @@ mod tests {
             "long_wait",
             "cold",
             "scale:",
+            "clients: executor yield_now",
             "spsc:",
         ] {
             assert!(
