@@ -43,6 +43,7 @@ impl ScaleBudget {
 type Series<T> = Vec<(String, Vec<T>)>;
 
 /// Everything the scale scenarios measured.
+#[derive(Default)]
 pub struct ScaleRuns {
     cpus: usize,
     /// p50 and p99 (ns) of the round trips of every pair together, per round.
@@ -60,19 +61,6 @@ pub struct ScaleRuns {
 }
 
 impl ScaleRuns {
-    /// No measurement, on `cpus` CPUs (what the targets name).
-    fn none(cpus: usize) -> ScaleRuns {
-        ScaleRuns {
-            cpus,
-            pairs: Vec::new(),
-            pairs_vs_pause: Vec::new(),
-            broadcast: Vec::new(),
-            barrier: Vec::new(),
-            busy: Vec::new(),
-            failures: Vec::new(),
-        }
-    }
-
     fn of<'a, T>(series: &'a Series<T>, name: &str) -> &'a [T] {
         series
             .iter()
@@ -85,8 +73,12 @@ impl ScaleRuns {
 /// judges its targets.
 pub fn run(o: &mut Out, ctx: &Ctx) {
     if !ctx.runs("scale") {
-        o.targets
-            .extend(targets(&ScaleRuns::none(ctx.process_cpus)));
+        // No measurement, on the CPUs the targets name.
+        let none = ScaleRuns {
+            cpus: ctx.process_cpus,
+            ..ScaleRuns::default()
+        };
+        o.targets.extend(targets(&none));
         return;
     }
     eprintln!("scale ...");

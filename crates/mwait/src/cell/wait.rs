@@ -114,8 +114,8 @@ impl WaitCell {
     /// caller's body: after a long sleep every line the wait touches is cold, and a
     /// chain of frames (this crate's entry, the protocol's park, the predicate
     /// through a `dyn` call) costs a wait that sleeps 5 ms a tenth of its CPU on the
-    /// 2-vCPU guest (`docs/design-notes.md`). The other waits go to the ladder. A predicate that
-    /// captures something goes to it by value, through
+    /// 2-vCPU guest (`docs/design-notes.md`). The other waits go to the ladder. A
+    /// predicate that captures something goes to it by value, through
     /// [`climb_out_of_line`](Self::climb_out_of_line), so that only that path takes
     /// the predicate's address (the ladder calls it through `&mut dyn FnMut`): the
     /// caller's first look and inline spin then keep what the predicate captures in
