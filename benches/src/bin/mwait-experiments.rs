@@ -34,7 +34,9 @@
 //!   WaitCell's and a hand-written futex's unless named), each a fresh cell and a
 //!   fresh waiter thread fed `WAKES` stores `GAP_US` µs apart, the pair started second
 //!   taking turns; per round the ratio of the two waiters' CPU, per mechanism the
-//!   median CPU of each of the first six waits and of the rest. `pinned` puts both
+//!   median CPU of each of the first six waits and of the rest, and the three later
+//!   waits whose median excess over the other mechanism's wait of the same index is
+//!   largest (a probe's, a park that measures its wake-up). `pinned` puts both
 //!   producers on CPU 0 and both waiters on CPU 1; `alone` runs the two pairs one
 //!   after the other, unpinned (what a wait costs without the other pair's noise).
 //! - `pattern-switch`: one default WaitCell that sees both patterns in turn: a
@@ -1201,6 +1203,29 @@ fn long_wait_trace(place: Place, rounds: usize, wakes: u32, gap_us: u64, names: 
             col(&|v| total(v))
         );
     }
+    // The later waits that cost the first mechanism most over the second's wait of
+    // the same index: where a probe, or a park that measures its wake-up, falls.
+    let mut dearest: Vec<(usize, f64)> = (FIRST..wakes as usize)
+        .map(|i| {
+            let excess: Vec<f64> = runs
+                .iter()
+                .map(|(p, _)| p[0][i] as f64 - p[1][i] as f64)
+                .collect();
+            (i, median(&excess))
+        })
+        .collect();
+    dearest.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let dearest: Vec<String> = dearest
+        .iter()
+        .take(3)
+        .map(|(i, ns)| format!("wait {i} {ns:+.0} ns"))
+        .collect();
+    println!(
+        "  {} over {}, the dearest later waits (median excess): {}",
+        names[0],
+        names[1],
+        dearest.join(", ")
+    );
 }
 
 /// `park-segments`: see the module docs.
