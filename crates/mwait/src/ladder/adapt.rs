@@ -9,7 +9,11 @@
 //! `FAR_FAILURE_BUDGETS` spin budgets later (learned where the wait ends) takes it
 //! below the threshold, or the first on a cell that no spin has paid off on yet.
 //! Below `SCORE_SPIN_MIN` the cell skips its spin, except on a
-//! probe, which spins once more to notice a change of pattern. Probes
+//! probe, which asks once more whether a spin would catch the change, to notice a
+//! change of pattern. A probe that would otherwise park at once parks: it measures
+//! when the change came (the notifier stamps its wake) and scores as a spin of the
+//! budget would have (`park::probe`); one with a hardware tier to try, or after a
+//! hand-off, spins. Probes
 //! start a whole gap after the failures that brought the score down, then come
 //! every `PROBE_MIN`-th wait; each failed one doubles the gap, up to
 //! `PROBE_MAX`, and a success brings it back, so a consumer fed every millisecond
@@ -85,9 +89,28 @@ pub(crate) const FAR_FAILURES_TO_STOP: u32 = 2;
 /// the spinning, before it one does. Set once, never cleared.
 const PAID_OFF: u16 = 0x8000;
 
-// The score and the row of far failures are 16-bit, the row below `PAID_OFF`.
+/// The bit of [`Adaptive`]'s `far` word that says a notifier on the CPU that the
+/// cell's parked waiter slept on woke it (`parked_woken`), since the last probe
+/// that parked began ([`Adaptive::probe_begins`]).
+const BESIDE: u16 = 0x4000;
+
+// The score and the row of far failures are 16-bit, the row below the flags.
 const _: () = assert!(SCORE_MAX <= u16::MAX as u32);
-const _: () = assert!(FAR_FAILURES_TO_STOP < PAID_OFF as u32);
+const _: () = assert!(FAR_FAILURES_TO_STOP < BESIDE as u32);
+
+/// What a cell's score grants its next wait ([`Adaptive::grant`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Grant {
+    /// A spin: the score allows it, or a hand-off's probe is due.
+    Spin,
+    /// A probe of a cell whose spins stopped. A wait that would otherwise park at
+    /// once parks and measures when the change came instead of spinning
+    /// (`park::probe`); one with a hardware tier to try, or that does not park,
+    /// spins it.
+    Probe,
+    /// No spin.
+    No,
+}
 
 /// The per-cell learning state (on the waiter line: written by waiters only).
 #[derive(Debug)]
@@ -102,7 +125,7 @@ pub(crate) struct Adaptive {
     /// The CPU the last waiter to park went to sleep on.
     parked_cpu: AtomicU32,
     /// Far failures in a row (`FAR_FAILURE_BUDGETS`), up to `FAR_FAILURES_TO_STOP`,
-    /// and the [`PAID_OFF`] bit.
+    /// and the [`PAID_OFF`] and [`BESIDE`] bits.
     far: AtomicU16,
 }
 
@@ -177,14 +200,22 @@ impl Adaptive {
         }
     }
 
-    /// Whether the next wait spins: always while the score allows it, else on a
-    /// probe. Decided before the budget is looked up, so that a wait that parks at
-    /// once (a slow producer's consumer) reads neither the estimates nor the CPU
-    /// detection, whose lines an idle spell has taken from its cache.
-    #[inline]
+    /// Whether the next wait spins or probes ([`grant`](Self::grant) is not
+    /// [`Grant::No`]).
+    #[cfg(test)]
     pub(crate) fn spins(&self, handoff: bool) -> bool {
+        self.grant(handoff) != Grant::No
+    }
+
+    /// What the next wait may do: spin while the score allows it, else probe when
+    /// one is due (a hand-off's probe spins). Decided before the budget is looked
+    /// up, so that a wait that parks at once (a slow producer's consumer) reads
+    /// neither the estimates nor the CPU detection, whose lines an idle spell has
+    /// taken from its cache.
+    #[inline]
+    pub(crate) fn grant(&self, handoff: bool) -> Grant {
         if self.score() >= SCORE_SPIN_MIN {
-            return true;
+            return Grant::Spin;
         }
         let mut left = self.skips.load(Relaxed);
         if handoff {
@@ -194,10 +225,14 @@ impl Adaptive {
         }
         if left == 0 {
             self.skips.store(self.probe_every.load(Relaxed), Relaxed);
-            true
+            if handoff {
+                Grant::Spin
+            } else {
+                Grant::Probe
+            }
         } else {
             self.skips.store(left - 1, Relaxed);
-            false
+            Grant::No
         }
     }
 
@@ -277,7 +312,7 @@ impl Adaptive {
     #[inline]
     pub(crate) fn record_failed_wait(&self, far: bool) {
         let word = self.far.load(Relaxed);
-        let (paid_off, row) = (word & PAID_OFF, u32::from(word & !PAID_OFF));
+        let (paid_off, row) = (word & PAID_OFF, u32::from(word & !(PAID_OFF | BESIDE)));
         if !far {
             if row != 0 {
                 self.far.store(paid_off, Relaxed);
@@ -311,6 +346,39 @@ impl Adaptive {
         self.score.store(new as u16, Relaxed);
         if old >= SCORE_SPIN_MIN && new < SCORE_SPIN_MIN {
             self.skips.store(self.probe_every.load(Relaxed), Relaxed);
+        }
+    }
+
+    /// A probe that parks begins: forgets an earlier wake by a notifier on the
+    /// waiter's CPU, so that [`record_probe`](Self::record_probe) sees only one made
+    /// during this probe's sleep.
+    #[inline]
+    pub(crate) fn probe_begins(&self) {
+        let word = self.far.load(Relaxed);
+        if word & BESIDE != 0 {
+            self.far.store(word & !BESIDE, Relaxed);
+        }
+    }
+
+    /// Records a probe that parked ([`Grant::Probe`]): `in_time` whether the change
+    /// came within the spin budget, so that a spin would have caught it. A probe
+    /// woken by a notifier on the CPU it slept on records nothing more: that wake
+    /// counted as a failed spin already (`parked_woken`), and the partner answered
+    /// only because the waiter gave up its CPU, which a spin does not.
+    #[inline]
+    pub(crate) fn record_probe(&self, in_time: bool) {
+        if self.far.load(Relaxed) & BESIDE == 0 {
+            self.record_spin(in_time);
+        }
+    }
+
+    /// Notes a wake of this cell's parked waiter by a notifier on the CPU it slept
+    /// on, for a probe that may be sleeping ([`record_probe`](Self::record_probe)).
+    #[inline]
+    fn note_beside(&self) {
+        let word = self.far.load(Relaxed);
+        if word & BESIDE == 0 {
+            self.far.store(word | BESIDE, Relaxed);
         }
     }
 
@@ -362,6 +430,7 @@ impl OnWake for Adaptive {
         match self.waking_on_same_cpu() {
             Some(cpu) => {
                 self.record_spin(false);
+                self.note_beside();
                 note_woke(Woke::Beside(cpu));
             }
             None => note_woke(Woke::Partner),

@@ -197,6 +197,7 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
             caught,
             no_evidence,
             spin_ns,
+            probe: _,
         } = start;
         // Whether the CPU we would hold is needed by others. A wait that will spin
         // starts from the last reading of the run queue and spins its first round of
@@ -350,6 +351,9 @@ fn climb_word<'a, W: Word<'a>>(
 ) -> Outcome<ValueOf<'a, W>> {
     let start = Start::decide(learning, &pol);
     stamp::mark(Point::Decided);
+    if start.parks_to_probe(&pol, hw.is_some()) {
+        return park::probe(word, learning, pred, deadline, start);
+    }
     if start.parks_at_once(&pol, hw.is_some()) {
         return park::at_once(word, learning, pred, deadline, pol.adaptive, start);
     }

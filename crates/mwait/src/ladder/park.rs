@@ -48,11 +48,25 @@ pub(super) fn at_once<'a, W: Word<'a>, P: FnMut(ValueOf<'a, W>) -> bool + ?Sized
     start: Start,
 ) -> Outcome<ValueOf<'a, W>> {
     let mut slept = false;
-    let (value, ended) = park_until(word, cell, pred, deadline, !start.no_evidence, &mut slept);
+    let measure = Measure::sampled_unless(start.no_evidence);
+    let (value, ended) = park_until(word, cell, pred, deadline, measure, &mut slept);
     if adaptive && ended == Ended::Park && !slept {
         cell.adapt.record_spin(true);
         cell.caught.note(true);
     }
+    parked_end(cell, value, ended, &start, slept)
+}
+
+/// [`end`] for a wait of `start` that parked at once and ended `ended` with
+/// `value`, having `slept` or not.
+#[inline(always)]
+fn parked_end<V>(
+    cell: Learning<'_>,
+    value: V,
+    ended: Ended,
+    start: &Start,
+    slept: bool,
+) -> Outcome<V> {
     end(
         cell.stats,
         Outcome {
@@ -130,6 +144,7 @@ pub(crate) fn without_climb<P: FnMut(u32) -> bool + ?Sized>(
         caught: false,
         no_evidence: parker,
         spin_ns: 0,
+        probe: false,
     };
     let outcome = at_once(cell.word(), cell.learning(), pred, deadline, true, start);
     stamp::mark(Point::Ended);
@@ -145,29 +160,84 @@ pub(super) fn park_tier<'a, W: Word<'a>>(
     if !c.pol.park {
         return no_park_tier(c, pred);
     }
-    let (value, ended) = park_until(
-        c.word,
-        c.cell,
-        pred,
-        c.deadline,
-        !c.no_evidence,
-        &mut c.slept,
-    );
+    let measure = Measure::sampled_unless(c.no_evidence);
+    let (value, ended) = park_until(c.word, c.cell, pred, c.deadline, measure, &mut c.slept);
     c.finish(value, ended)
+}
+
+/// A probe of a cell whose spins stopped (`adapt.rs`), made by a wait that would
+/// otherwise park at once: it parks, every park measuring its wake-up, and learns
+/// from the notifier's stamp of the wake that ended it (taken right after the
+/// change: `protocol::Sleepers::stamp_wake`) whether the change came within the
+/// spin budget of `start`, so that a spin would have caught it. A change that came
+/// before the waiter slept is caught, as in [`at_once`].
+///
+/// The probe asks what a spin of the budget would have found, at the cost of two
+/// clock readings and the notifier's one, where the spin costs the budget itself:
+/// a consumer fed every few milliseconds probes 32 waits after its spins stopped,
+/// then 64, 128 and up to 1024 waits apart, and each of those spins would be a whole
+/// budget (5 µs under a hypervisor) for nothing.
+#[cold]
+#[inline(never)]
+pub(super) fn probe<'a, W: Word<'a>>(
+    word: W,
+    cell: Learning<'a>,
+    pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
+    deadline: Option<u64>,
+    start: Start,
+) -> Outcome<ValueOf<'a, W>> {
+    let began = now_ns();
+    cell.adapt.probe_begins();
+    let mut slept = false;
+    let (value, ended) = park_until(word, cell, pred, deadline, Measure::Every, &mut slept);
+    let in_time = ended == Ended::Park
+        && (!slept
+            || word
+                .wake_stamp()
+                .checked_sub(began)
+                .is_some_and(|after| after <= start.spin_ns));
+    cell.adapt.record_probe(in_time);
+    if ended == Ended::Park && !slept {
+        cell.caught.note(true);
+    }
+    parked_end(cell, value, ended, &start, slept)
+}
+
+/// Which parks of [`park_until`] measure their wake-up latency.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Measure {
+    /// None: a parker's park without evidence reads no clock.
+    Never,
+    /// Those due for it (`estimate::wake_sample_due`).
+    Sampled,
+    /// Every one: a [`probe`]'s.
+    Every,
+}
+
+impl Measure {
+    /// The parks due for it, or none for a parker's park without evidence.
+    #[inline(always)]
+    fn sampled_unless(no_evidence: bool) -> Measure {
+        if no_evidence {
+            Measure::Never
+        } else {
+            Measure::Sampled
+        }
+    }
 }
 
 /// The park loop: look, then announce, re-check and sleep through the word's park
 /// half, until the predicate holds or the deadline passes; returns the value and
 /// [`Ended::Park`], [`Ended::TimedOut`] or [`Ended::AtDeadline`], and sets `slept`
-/// once the waiter has slept in the kernel. `measure`: the parks that are due for it
-/// read the clock around their sleep for the wake-up estimate.
+/// once the waiter has slept in the kernel. `measure`: which parks read the clock
+/// around their sleep for the wake-up estimate.
 #[inline(always)]
 fn park_until<'a, W: Word<'a>, P: FnMut(ValueOf<'a, W>) -> bool + ?Sized>(
     word: W,
     cell: Learning<'a>,
     pred: &mut P,
     deadline: Option<u64>,
-    measure: bool,
+    measure: Measure,
     slept: &mut bool,
 ) -> (ValueOf<'a, W>, Ended) {
     loop {
@@ -185,7 +255,12 @@ fn park_until<'a, W: Word<'a>, P: FnMut(ValueOf<'a, W>) -> bool + ?Sized>(
         // after an idle spell the clock's pages are cold, and their misses would
         // cost an idle park more than the rest of mwait's path (`docs/clients.md`).
         // The parks that spin on evidence measure the wake-up latency, out of line.
-        let parked = if measure && estimate::wake_sample_due() {
+        let measured = match measure {
+            Measure::Never => false,
+            Measure::Sampled => estimate::wake_sample_due(),
+            Measure::Every => true,
+        };
+        let parked = if measured {
             park_measured(word, &mut |v| pred(v), deadline)
         } else {
             let parked = word.park(&mut *pred, deadline);

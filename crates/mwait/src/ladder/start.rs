@@ -3,7 +3,7 @@
 //! ladder's start ([`Start`]): the thread's notes taken, the cell's last catch, the
 //! evidence rule and the spin budget, from which a wait parks at once or climbs.
 
-use super::adapt::{self, Caught, Woke};
+use super::adapt::{self, Caught, Grant, Woke};
 use super::{apart, estimate, Learning};
 use crate::backend::Watched;
 use crate::detect::Capabilities;
@@ -38,25 +38,27 @@ pub(crate) fn inline_spin<W: Watched + ?Sized>(
     None
 }
 
-/// The spin budget of a wait under `pol` on `cell`: the policy's own where it does
-/// not adapt; where the process's defaults say spin (it has more than one CPU), the
-/// measured wake-up latency (`estimate.rs`, "The rule"), or twice it for a
-/// hand-off, as the cell's adaptive score allows. The score is asked first: a wait
-/// that will not spin looks up no estimate.
-fn spin_budget(cell: Learning<'_>, pol: &Resolved, handoff: bool) -> u64 {
-    match pol.adaptive {
-        false => pol.spin_ns,
-        true if pol.spin_ns > 0 && cell.adapt.spins(handoff) => {
-            // Never 0: the rule's budgets have a floor.
-            let b = estimate::current(Capabilities::for_waits().hypervisor);
-            if handoff {
-                b.handoff_ns
-            } else {
-                b.spin_ns
-            }
-        }
-        true => 0,
+/// The spin budget of a wait under `pol` on `cell`, and whether the wait is a
+/// probe ([`Grant::Probe`]): the policy's own budget where it does not adapt; where
+/// the process's defaults say spin (it has more than one CPU), the measured wake-up
+/// latency (`estimate.rs`, "The rule"), or twice it for a hand-off, as the cell's
+/// adaptive score allows. The score is asked first: a wait that will not spin looks
+/// up no estimate.
+fn spin_budget(cell: Learning<'_>, pol: &Resolved, handoff: bool) -> (u64, bool) {
+    if !pol.adaptive {
+        return (pol.spin_ns, false);
     }
+    let grant = match pol.spin_ns {
+        0 => Grant::No,
+        _ => cell.adapt.grant(handoff),
+    };
+    if grant == Grant::No {
+        return (0, false);
+    }
+    // Never 0: the rule's budgets have a floor.
+    let b = estimate::current(Capabilities::for_waits().hypervisor);
+    let ns = if handoff { b.handoff_ns } else { b.spin_ns };
+    (ns, grant == Grant::Probe)
 }
 
 /// What a wait decides before it climbs, from what the climb reads first: the
@@ -74,6 +76,10 @@ pub(super) struct Start {
     pub(super) no_evidence: bool,
     /// The spin budget, before the run-queue gate (0: no spin).
     pub(super) spin_ns: u64,
+    /// A probe of a cell whose spins stopped ([`Grant::Probe`]): where the wait
+    /// would otherwise park at once, it parks and learns whether a spin of
+    /// `spin_ns` would have caught the change ([`parks_to_probe`](Self::parks_to_probe)).
+    pub(super) probe: bool,
 }
 
 impl Start {
@@ -103,8 +109,8 @@ impl Start {
         // (`Learning::evidence_allows_spin`); without it the wait parks at once, and
         // neither the clock nor the run queue is read.
         let no_evidence = pol.adaptive && !cell.evidence_allows_spin(handoff || notified || caught);
-        let spin_ns = if no_evidence {
-            0
+        let (spin_ns, probe) = if no_evidence {
+            (0, false)
         } else {
             spin_budget(cell, pol, handoff)
         };
@@ -113,7 +119,16 @@ impl Start {
             caught,
             no_evidence,
             spin_ns,
+            probe,
         }
+    }
+
+    /// Whether the wait is a probe that parks instead of spinning
+    /// ([`park::probe`](super::park::probe)): one that would park at once but for
+    /// the probe's spin (see [`parks_at_once`](Self::parks_at_once)).
+    #[inline(always)]
+    pub(super) fn parks_to_probe(&self, pol: &Resolved, has_hw: bool) -> bool {
+        self.probe && pol.park && !(has_hw && pol.hw_ns > 0)
     }
 
     /// Whether the wait parks at once under `pol`: no spin, no hardware tier to try

@@ -233,6 +233,59 @@ fn waits_without_a_spin_or_a_hardware_tier_park_at_once() {
     assert!(!Start::decide(parker.waiter().learning(), &pol).parks_at_once(&pol, false));
 }
 
+/// A probe of a cell whose spins stopped parks instead of spinning where the wait
+/// would otherwise park at once, and learns from the notifier's stamp of the wake
+/// whether a spin of its budget would have caught the change: a store within the
+/// budget brings the spinning back, a later one backs the probes off. With a
+/// hardware tier to try it spins, as before.
+#[test]
+fn a_probe_parks_and_learns_when_the_change_came() {
+    let pol = policy(1_000, 0, true);
+    // A probe woken from its sleep by a store from another thread, the budget
+    // `budget_ns`: what it learnt, and whether it spun.
+    let probe = |budget_ns: u64| {
+        (0..100)
+            .map(|_| {
+                let parts = Parts::new(0);
+                stop_spinning(&parts.adapt);
+                while parts.adapt.skip() {}
+                let cell = parts.waiter();
+                let o = std::thread::scope(|s| {
+                    s.spawn(|| {
+                        while parts.line.parked() == 0 {
+                            std::thread::yield_now();
+                        }
+                        parts.line.store(&parts.sleepers, 1, &Quiet);
+                    });
+                    let _ = (adapt::take_woke(), adapt::take_notified());
+                    let start = Start::decide(cell.learning(), &pol);
+                    assert!(start.probe && start.parks_to_probe(&pol, false));
+                    assert!(!start.parks_to_probe(&policy(1_000, 1_000, true), true));
+                    let start = Start {
+                        spin_ns: budget_ns,
+                        ..start
+                    };
+                    park::probe(cell.word(), cell.learning(), &mut |v| v == 1, None, start)
+                });
+                let stats = parts.stats.snapshot();
+                // The waits skipped before the next probe and the one after it.
+                let mut gaps = [0; 2];
+                for gap in &mut gaps {
+                    *gap = (0..).take_while(|_| parts.adapt.skip()).count();
+                    assert!(parts.adapt.spins(false));
+                }
+                (o.slept, (stats.spin, stats.park), gaps)
+            })
+            .find(|(slept, _, _)| *slept)
+            .expect("a waiter that sleeps before the store")
+    };
+    let (_, counts, gaps) = probe(60_000_000_000);
+    assert_eq!((counts, gaps), ((0, 1), [0, 0]), "in time: spinning again");
+    let (_, counts, gaps) = probe(1);
+    assert_eq!(counts, (0, 1));
+    assert_eq!(gaps, [32, 64], "late: the probes back off");
+}
+
 /// A notifier that learns nothing from its wakes (an `Adaptive` would count a wake
 /// on the waiter's CPU as a failed spin, as the scheduler places the two).
 struct Quiet;

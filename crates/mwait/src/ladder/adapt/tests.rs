@@ -179,6 +179,89 @@ fn a_successful_probe_brings_probing_back_to_its_fastest() {
     assert_eq!(first_gap, Some(PROBE_MIN + 1), "{probes:?}");
 }
 
+/// A cell whose spins stopped (a new cell's first far failure).
+fn stopped() -> Adaptive {
+    let a = Adaptive::new();
+    a.record_failed_wait(true);
+    a
+}
+
+/// Between probes the score grants nothing; a due probe is a probe, and a spin
+/// where the wait just woke its partner (a hand-off's probe); a cell whose spins
+/// pay off spins.
+#[test]
+fn a_due_probe_is_granted_as_a_probe_and_as_a_spin_after_a_handoff() {
+    assert_eq!(
+        Adaptive::new().grant(false),
+        Grant::Spin,
+        "a fresh cell spins"
+    );
+    for (handoff, due) in [(false, Grant::Probe), (true, Grant::Spin)] {
+        let a = stopped();
+        let grants: Vec<Grant> = (0..=PROBE_MIN).map(|_| a.grant(handoff)).collect();
+        let (last, between) = grants.split_last().expect("some");
+        assert!(between.iter().all(|g| *g == Grant::No), "{grants:?}");
+        assert_eq!(*last, due, "handoff: {handoff}");
+    }
+}
+
+/// A probe that parked learns as a spin would have: a change in time is a success
+/// (the cell spins again), a late one a failure (the probes back off). One woken by
+/// a notifier on the CPU it slept on learns nothing more than that wake's failure,
+/// and the next probe forgets that wake.
+#[test]
+fn a_parked_probe_learns_as_a_spin_unless_woken_beside() {
+    let a = stopped();
+    a.probe_begins();
+    a.record_probe(false);
+    let probes = failing_probes(&a, 4 * PROBE_MIN);
+    assert_eq!(probes[..2], [PROBE_MIN, 3 * PROBE_MIN + 1], "backed off");
+    let a = stopped();
+    a.probe_begins();
+    a.record_probe(true);
+    assert_eq!(a.grant(false), Grant::Spin, "in time: spinning again");
+    let a = stopped();
+    a.probe_begins();
+    a.note_beside();
+    let before = a.score();
+    a.record_probe(true);
+    assert_eq!(a.score(), before, "a wake beside is no success");
+    a.probe_begins();
+    a.record_probe(true);
+    assert_eq!(a.grant(false), Grant::Spin, "the next probe forgot it");
+}
+
+/// A wake by a notifier on the CPU its waiter slept on is noted for a sleeping
+/// probe, beside the failed spin it counts as; a wake from another CPU is not.
+#[test]
+fn a_wake_beside_its_waiter_is_noted_for_the_probe() {
+    if sys::current_cpu() == u32::MAX {
+        // The CPU is unknown on this platform: no wake is beside its waiter.
+        return;
+    }
+    let a = stopped();
+    a.probe_begins();
+    // Parks and wakes on this thread's CPU, until the two readings are on one CPU.
+    let beside = (0..100).any(|_| {
+        a.note_parking();
+        a.parked_woken();
+        take_woke() != Woke::Partner
+    });
+    assert!(
+        beside,
+        "the thread stayed on one CPU for two calls at least once"
+    );
+    let before = a.score();
+    a.record_probe(true);
+    assert_eq!(a.score(), before);
+    a.probe_begins();
+    a.parked_cpu.store(u32::MAX - 1, Relaxed);
+    a.parked_woken();
+    assert_eq!(take_woke(), Woke::Partner, "another CPU's sleeper");
+    a.record_probe(true);
+    assert_eq!(a.grant(false), Grant::Spin);
+}
+
 #[test]
 fn successes_restore_spinning() {
     let a = Adaptive::new();
