@@ -86,10 +86,12 @@ pub(crate) const SPIN_SAMPLE_EVERY: u32 = 64;
 /// full window). The rule: a measured park costs its waiter two clock reads and the
 /// estimate's update, about 0.1 µs warm and up to 0.4 µs after a long sleep (the
 /// clock's pages, the estimate's line and their code all cold: a consumer fed every
-/// 5 ms), and one in 32 keeps that under 1 % of a futex wake-up's CPU time (2–3 µs on
-/// the machines of `docs/hardware-results.md`, more elsewhere), where one in 4 made it
-/// 3–4 %. A lasting change of the wake-up latency still moves the median within 4
-/// samples, 128 parks of one thread (0.1 s of a consumer fed every millisecond).
+/// 5 ms), and the flag and stamp lines it shares with the notifier; whole, 0.9–1.2 µs
+/// more than another park at 1 ms on the 2-vCPU guest (`docs/design-notes.md`). One
+/// in 32 keeps that near 1 % of a futex wake-up's CPU time (2–3 µs on the machines
+/// of `docs/hardware-results.md`, more elsewhere), where one in 4 made it 3–4 %. A
+/// lasting change of the wake-up latency still moves the median within 4 samples,
+/// 128 parks of one thread (0.1 s of a consumer fed every millisecond).
 pub(crate) const WAKE_SAMPLE_EVERY: u32 = 32;
 
 /// The shortest spin budget: a cache line's round trip between sockets (about
