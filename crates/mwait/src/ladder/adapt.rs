@@ -112,7 +112,8 @@ pub(crate) enum Grant {
     No,
 }
 
-/// The per-cell learning state (on the waiter line: written by waiters only).
+/// The per-cell learning state (on the waiter line: written by waiters, and by a
+/// notifier whose wake finds the waiter asleep on its own CPU, `parked_woken`).
 #[derive(Debug)]
 pub(crate) struct Adaptive {
     /// In `0..=SCORE_MAX`; 16 bits, so that it and `far` take one word and the cell
@@ -188,23 +189,6 @@ impl Adaptive {
     #[inline]
     fn score(&self) -> u32 {
         u32::from(self.score.load(Relaxed))
-    }
-
-    /// The spin budget for the next wait: `base`, or 0 while spinning keeps failing.
-    #[cfg(test)]
-    pub(crate) fn spin_budget(&self, base: u64, handoff: bool) -> u64 {
-        if base != 0 && self.spins(handoff) {
-            base
-        } else {
-            0
-        }
-    }
-
-    /// Whether the next wait spins or probes ([`grant`](Self::grant) is not
-    /// [`Grant::No`]).
-    #[cfg(test)]
-    pub(crate) fn spins(&self, handoff: bool) -> bool {
-        self.grant(handoff) != Grant::No
     }
 
     /// What the next wait may do: spin while the score allows it, else probe when

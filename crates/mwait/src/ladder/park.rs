@@ -190,14 +190,15 @@ pub(super) fn probe<'a, W: Word<'a>>(
     cell.adapt.probe_begins();
     let mut slept = false;
     let (value, ended) = park_until(word, cell, pred, deadline, Measure::Every, &mut slept);
-    let in_time = ended == Ended::Park
-        && (!slept
-            || word
+    let before_sleep = ended == Ended::Park && !slept;
+    let in_time = before_sleep
+        || (ended == Ended::Park
+            && word
                 .wake_stamp()
                 .checked_sub(began)
                 .is_some_and(|after| after <= start.spin_ns));
     cell.adapt.record_probe(in_time);
-    if ended == Ended::Park && !slept {
+    if before_sleep {
         cell.caught.note(true);
     }
     parked_end(cell, value, ended, &start, slept)

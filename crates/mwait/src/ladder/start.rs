@@ -128,7 +128,7 @@ impl Start {
     /// the probe's spin (see [`parks_at_once`](Self::parks_at_once)).
     #[inline(always)]
     pub(super) fn parks_to_probe(&self, pol: &Resolved, has_hw: bool) -> bool {
-        self.probe && pol.park && !(has_hw && pol.hw_ns > 0)
+        self.probe && parks(pol, has_hw)
     }
 
     /// Whether the wait parks at once under `pol`: no spin, no hardware tier to try
@@ -137,6 +137,14 @@ impl Start {
     /// learn there what [`at_once`](super::park::at_once) learns.
     #[inline(always)]
     pub(super) fn parks_at_once(&self, pol: &Resolved, has_hw: bool) -> bool {
-        self.spin_ns == 0 && pol.park && !(has_hw && pol.hw_ns > 0)
+        self.spin_ns == 0 && parks(pol, has_hw)
     }
+}
+
+/// Whether a wait under `pol` that does not spin goes straight to its park tier:
+/// parking on, and no hardware tier to try (`has_hw`: one is given to the climb,
+/// which runs it where `pol` grants it a budget).
+#[inline(always)]
+fn parks(pol: &Resolved, has_hw: bool) -> bool {
+    pol.park && !(has_hw && pol.hw_ns > 0)
 }

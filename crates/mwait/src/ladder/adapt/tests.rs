@@ -1,5 +1,23 @@
 use super::*;
 
+/// The test-only views of the score's answer.
+impl Adaptive {
+    /// The spin budget for the next wait: `base`, or 0 while spinning keeps failing.
+    pub(crate) fn spin_budget(&self, base: u64, handoff: bool) -> u64 {
+        if base != 0 && self.spins(handoff) {
+            base
+        } else {
+            0
+        }
+    }
+
+    /// Whether the next wait spins or probes ([`grant`](Self::grant) is not
+    /// [`Grant::No`]).
+    pub(crate) fn spins(&self, handoff: bool) -> bool {
+        self.grant(handoff) != Grant::No
+    }
+}
+
 #[test]
 fn the_inline_spin_follows_the_last_ladder_spin() {
     let a = Caught::new();
