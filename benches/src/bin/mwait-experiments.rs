@@ -1205,7 +1205,14 @@ fn long_wait_trace(place: Place, rounds: usize, wakes: u32, gap_us: u64, names: 
     }
     // The later waits that cost the first mechanism most over the second's wait of
     // the same index: where a probe, or a park that measures its wake-up, falls.
-    let mut dearest: Vec<(usize, f64)> = (FIRST..wakes as usize)
+    // Among the waits every run made: a waiter that was late for a store sees the
+    // next value too, and makes one wait fewer.
+    let made = runs
+        .iter()
+        .flat_map(|(p, _)| p.iter().map(Vec::len))
+        .min()
+        .unwrap_or(0);
+    let mut dearest: Vec<(usize, f64)> = (FIRST..made)
         .map(|i| {
             let excess: Vec<f64> = runs
                 .iter()
