@@ -13,14 +13,13 @@
 //! change of pattern. A probe that would otherwise park at once parks: it measures
 //! when the change came (the notifier stamps its wake) and scores as a spin of the
 //! budget would have (`park::probe`); one with a hardware tier to try, or after a
-//! hand-off, spins. Probes
-//! start a whole gap after the failures that brought the score down, then come
-//! every `PROBE_MIN`-th wait; each failed one doubles the gap, up to
-//! `PROBE_MAX`, and a success brings it back, so a consumer fed every millisecond
-//! stops paying for probes (which, at a fixed one in 32 waits, would be a sizeable
-//! share of what the default policy adds to a futex wait's CPU time). A wait that
-//! skipped the spin but finished soon enough anyway (so a spin would have caught it)
-//! also counts as a success.
+//! hand-off, spins. The first probe comes a whole gap (`PROBE_MIN` waits) after the
+//! failures that brought the score down; each failed one doubles the gap before the
+//! next, up to `PROBE_MAX`, and a success brings it back, so a consumer fed every
+//! millisecond stops paying for probes (which, at a fixed one in 32 waits, would be
+//! a sizeable share of what the default policy adds to a futex wait's CPU time). A
+//! wait that skipped the spin but finished soon enough anyway (so a spin would have
+//! caught it) also counts as a success.
 //!
 //! Two facts about the moment of the wait override the score:
 //!
@@ -284,7 +283,14 @@ impl Adaptive {
             }
         } else if back_off && s < SCORE_SPIN_MIN && gap < PROBE_MAX {
             // A failed probe (we were already below the spin threshold).
-            self.probe_every.store(gap * 2, Relaxed);
+            let next = gap * 2;
+            self.probe_every.store(next, Relaxed);
+            // The probe's own failure: its grant set the waits to skip to the old
+            // gap, and no wait has counted one since (a wait that skips counts
+            // before it parks), so the gap after this probe is the doubled one.
+            if self.skips.load(Relaxed) == gap {
+                self.skips.store(next, Relaxed);
+            }
         }
     }
 

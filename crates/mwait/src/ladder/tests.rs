@@ -283,7 +283,7 @@ fn a_probe_parks_and_learns_when_the_change_came() {
     assert_eq!((counts, gaps), ((0, 1), [0, 0]), "in time: spinning again");
     let (_, counts, gaps) = probe(1);
     assert_eq!(counts, (0, 1));
-    assert_eq!(gaps, [32, 64], "late: the probes back off");
+    assert_eq!(gaps, [64, 64], "late: the probes back off at once");
 }
 
 /// A notifier that learns nothing from its wakes (an `Adaptive` would count a wake

@@ -61,7 +61,11 @@ fn failing_spins_stop_spinning_and_probes_back_off() {
         probes[0], PROBE_MIN,
         "the first probe comes a whole gap after the failures"
     );
-    assert_eq!(gaps[0], PROBE_MIN + 1);
+    assert_eq!(
+        gaps[0],
+        2 * PROBE_MIN + 1,
+        "the first failed probe doubles the gap"
+    );
     for w in gaps.windows(2) {
         assert!(
             w[1] == (w[0] - 1) * 2 + 1 || w[1] == PROBE_MAX + 1,
@@ -232,8 +236,12 @@ fn a_parked_probe_learns_as_a_spin_unless_woken_beside() {
     let a = stopped();
     a.probe_begins();
     a.record_probe(false);
-    let probes = failing_probes(&a, 4 * PROBE_MIN);
-    assert_eq!(probes[..2], [PROBE_MIN, 3 * PROBE_MIN + 1], "backed off");
+    let probes = failing_probes(&a, 8 * PROBE_MIN);
+    assert_eq!(
+        probes[..2],
+        [2 * PROBE_MIN, 6 * PROBE_MIN + 1],
+        "backed off"
+    );
     let a = stopped();
     a.probe_begins();
     a.record_probe(true);
