@@ -68,6 +68,15 @@ impl Parts {
         }
     }
 
+    /// Stores `value` once a waiter is counted parked, with a notifier that learns
+    /// nothing from its wake ([`Quiet`]); the waiter may not have slept yet.
+    fn store_once_parked(&self, value: u32) {
+        while self.line.parked() == 0 {
+            std::thread::yield_now();
+        }
+        self.line.store(&self.sleepers, value, &Quiet);
+    }
+
     /// The ladder's view of these parts.
     fn waiter(&self) -> Waiter<'_> {
         Waiter {
@@ -251,12 +260,7 @@ fn a_probe_parks_and_learns_when_the_change_came() {
                 while parts.adapt.skip() {}
                 let cell = parts.waiter();
                 let o = std::thread::scope(|s| {
-                    s.spawn(|| {
-                        while parts.line.parked() == 0 {
-                            std::thread::yield_now();
-                        }
-                        parts.line.store(&parts.sleepers, 1, &Quiet);
-                    });
+                    s.spawn(|| parts.store_once_parked(1));
                     let _ = (adapt::take_woke(), adapt::take_notified());
                     let start = Start::decide(cell.learning(), &pol);
                     assert!(start.probe && start.parks_to_probe(&pol, false));
@@ -322,12 +326,7 @@ fn a_wait_that_parks_at_once_learns_as_the_climb_does() {
         let cell = parts.waiter();
         let o = std::thread::scope(|s| {
             if store {
-                s.spawn(|| {
-                    while parts.line.parked() == 0 {
-                        std::thread::yield_now();
-                    }
-                    parts.line.store(&parts.sleepers, 1, &Quiet);
-                });
+                s.spawn(|| parts.store_once_parked(1));
             }
             let _ = (adapt::take_woke(), adapt::take_notified());
             let pred = &mut |v| v == 1;
@@ -417,12 +416,7 @@ fn without_the_climb_against_the_ladder(parker: bool, timed: bool) {
         }
         let v = std::thread::scope(|s| {
             if looks == 0 {
-                s.spawn(|| {
-                    while parts.line.parked() == 0 {
-                        std::thread::yield_now();
-                    }
-                    parts.line.store(&parts.sleepers, 1, &Quiet);
-                });
+                s.spawn(|| parts.store_once_parked(1));
             }
             let _ = (adapt::take_woke(), adapt::take_notified());
             let mut seen = 0;
