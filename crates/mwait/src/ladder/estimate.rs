@@ -10,8 +10,11 @@
 //!   so before it announces itself: `Sleepers::measure_wake`); the waiter reads the
 //!   clock when its `futex_wait` returns after sleeping and takes the difference
 //!   ([`offer_wake`]), on every park until the estimate has a full window and then
-//!   on one park in [`WAKE_SAMPLE_EVERY`] of each thread ([`wake_sample_due`]). A
-//!   sample is refused when the stamp is older than the park (another wake's
+//!   on one park in [`WAKE_SAMPLE_EVERY`] of each thread ([`wake_sample_due`])
+//!   among the ladder's parks. A wait that parks without the ladder on a cell
+//!   whose spins stopped (a slow producer's consumer) sizes no spin and measures
+//!   only while the window fills ([`wake_young`]); a cell's probes, which judge a
+//!   spin of the budget, measure every park. A sample is refused when the stamp is older than the park (another wake's
 //!   stamp), when the clock went backwards, and when it lies outside
 //!   [`WAKE_SAMPLE_MIN_NS`]`..=`[`WAKE_SAMPLE_MAX_NS`]. Timeouts and returns that
 //!   never slept (`futex_wait`'s `EAGAIN`, `Parked::Changed`) are not offered at
@@ -83,7 +86,7 @@ pub(crate) const SPIN_ROUND_SAMPLE_MAX_NS: u64 = 100_000;
 /// Each thread offers one spin in this many to the spin-round estimate.
 pub(crate) const SPIN_SAMPLE_EVERY: u32 = 64;
 /// Each thread measures the wake-up of one park in this many (once the estimate has a
-/// full window). The rule: a measured park costs its waiter two clock reads and the
+/// full window), among the ladder's parks. The rule: a measured park costs its waiter two clock reads and the
 /// estimate's update, about 0.1 µs warm and up to 0.4 µs after a long sleep (the
 /// clock's pages, the estimate's line and their code all cold: a consumer fed every
 /// 5 ms), and the flag and stamp lines it shares with the notifier; whole, 0.9–1.2 µs
@@ -218,7 +221,7 @@ pub(crate) fn wake_sample_due() -> bool {
 /// Whether [`WAKE`]'s window is not full yet, as this thread knows it: the window
 /// only fills, so one look that finds it full is remembered.
 #[inline]
-fn wake_young() -> bool {
+pub(crate) fn wake_young() -> bool {
     WAKE_FULL_SEEN
         .try_with(|seen| {
             if seen.get() {

@@ -355,7 +355,8 @@ fn climb_word<'a, W: Word<'a>>(
         return park::probe(word, learning, pred, deadline, start);
     }
     if start.parks_at_once(&pol, hw.is_some()) {
-        return park::at_once(word, learning, pred, deadline, pol.adaptive, start);
+        let measure = park::Measure::sampled_unless(start.no_evidence);
+        return park::at_once(word, learning, pred, deadline, pol.adaptive, start, measure);
     }
     let mut climb = Climb::from_start(word, learning, pol, deadline, start);
     // The spin and hardware tiers are calls of their own, out of this body, so that

@@ -37,7 +37,7 @@ use crate::sys::stamp::{self, Point};
 /// The wait of `start` on `word`, which neither spins nor waits in hardware: the
 /// park loop, then the learning of the climb's end for a wait that did not spin
 /// (`Climb::finish`): a change that came before the waiter slept is one a spin would
-/// have caught.
+/// have caught. `measure`: which of its parks measure their wake-up.
 #[inline(always)]
 pub(super) fn at_once<'a, W: Word<'a>, P: FnMut(ValueOf<'a, W>) -> bool + ?Sized>(
     word: W,
@@ -46,9 +46,9 @@ pub(super) fn at_once<'a, W: Word<'a>, P: FnMut(ValueOf<'a, W>) -> bool + ?Sized
     deadline: Option<u64>,
     adaptive: bool,
     start: Start,
+    measure: Measure,
 ) -> Outcome<ValueOf<'a, W>> {
     let mut slept = false;
-    let measure = Measure::sampled_unless(start.no_evidence);
     let (value, ended) = park_until(word, cell, pred, deadline, measure, &mut slept);
     if adaptive && ended == Ended::Park && !slept {
         cell.adapt.record_spin(true);
@@ -107,11 +107,11 @@ pub(crate) fn idle<P: FnMut(u32) -> bool>(
 /// `policy` parks and adapts. On a parker's cell that is all: its wait spins only
 /// on evidence, and reads no clock but a deadline's. On a plain cell the policy
 /// also has no hardware tier to try, and the cell's spins keep failing
-/// (`Adaptive::skip`: no probe is due); one park in `WAKE_SAMPLE_EVERY` measures
-/// its wake-up, as the ladder's do. Returns how the wait ended, or `None` (nothing
-/// written, no note taken) when the wait is not one of these. `parker`: whether
-/// the cell is a parker's (`Sleepers::parker`), given as a constant where the
-/// caller knows it.
+/// (`Adaptive::skip`: no probe is due); its parks measure their wake-up only while
+/// the process's estimate fills its first window ([`Measure::Young`]). Returns how
+/// the wait ended, or `None` (nothing written, no note taken) when the wait is not
+/// one of these. `parker`: whether the cell is a parker's (`Sleepers::parker`),
+/// given as a constant where the caller knows it.
 ///
 /// These are the commonest waits that sleep, an executor's idle worker and the
 /// consumer of a slow producer. After an idle spell every line a park touches is
@@ -146,7 +146,20 @@ pub(crate) fn without_climb<P: FnMut(u32) -> bool + ?Sized>(
         spin_ns: 0,
         probe: false,
     };
-    let outcome = at_once(cell.word(), cell.learning(), pred, deadline, true, start);
+    let measure = if parker {
+        Measure::Never
+    } else {
+        Measure::Young
+    };
+    let outcome = at_once(
+        cell.word(),
+        cell.learning(),
+        pred,
+        deadline,
+        true,
+        start,
+        measure,
+    );
     stamp::mark(Point::Ended);
     Some(outcome)
 }
@@ -206,11 +219,21 @@ pub(super) fn probe<'a, W: Word<'a>>(
 
 /// Which parks of [`park_until`] measure their wake-up latency.
 #[derive(Copy, Clone, PartialEq, Eq)]
-enum Measure {
+pub(super) enum Measure {
     /// None: a parker's park without evidence reads no clock.
     Never,
     /// Those due for it (`estimate::wake_sample_due`).
     Sampled,
+    /// Only while the process's wake-up estimate fills its first window
+    /// (`estimate::wake_young`): the parks of a wait that parks without the climb
+    /// on a cell whose spins stopped ([`without_climb`]), a slow producer's
+    /// consumer that woke and notified nobody since its last wait. It sizes no
+    /// spin, and nothing it learns sizes one: a cell's probes, which judge a spin
+    /// of the budget, measure every park. The ladder's parks keep sampling, those
+    /// that park at once included: a thread that woke its partner parks there,
+    /// and the wake-ups such parks measure size the hand-off spin that brings a
+    /// pair parking in turn back to spinning.
+    Young,
     /// Every one: a [`probe`]'s.
     Every,
 }
@@ -218,7 +241,7 @@ enum Measure {
 impl Measure {
     /// The parks due for it, or none for a parker's park without evidence.
     #[inline(always)]
-    fn sampled_unless(no_evidence: bool) -> Measure {
+    pub(super) fn sampled_unless(no_evidence: bool) -> Measure {
         if no_evidence {
             Measure::Never
         } else {
@@ -259,6 +282,7 @@ fn park_until<'a, W: Word<'a>, P: FnMut(ValueOf<'a, W>) -> bool + ?Sized>(
         let measured = match measure {
             Measure::Never => false,
             Measure::Sampled => estimate::wake_sample_due(),
+            Measure::Young => estimate::wake_young(),
             Measure::Every => true,
         };
         let parked = if measured {

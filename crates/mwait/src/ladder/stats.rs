@@ -223,7 +223,10 @@ pub struct ProcessStats {
     /// The waits of every thread of the process, those that have exited included.
     pub waits: WaitStats,
     /// The measured wake-up latency, from a notifier's `futex_wake` to the woken
-    /// waiter running; `None` until a wake-up has been measured.
+    /// waiter running; `None` until a wake-up has been measured. Once it has its
+    /// first samples it moves with the parks of waits that spin or just woke a
+    /// partner, and with the probes of cells whose spins stopped: a process whose
+    /// only waits are consumers of slow producers updates it at their probes only.
     pub wake_latency: Option<Duration>,
     /// The measured cost of one spin round (loads and pauses between two clock
     /// readings); `None` until one has been measured.

@@ -375,6 +375,67 @@ fn the_park_without_the_climb_waits_and_learns_as_the_ladder_does() {
     }
 }
 
+/// A wait that parks without the climb, on a cell whose spins stopped, does not
+/// measure its wake-up once the process's estimate has a full window: the notifier
+/// that wakes it stamps nothing. The ladder's parks measure one park in
+/// `WAKE_SAMPLE_EVERY` of their thread, the first included: on the same cell
+/// (where a wait with a note parks at once), under a policy without a spin, and
+/// after a spin.
+#[test]
+fn parks_without_the_climb_measure_only_while_the_estimate_is_young() {
+    for _ in 0..filter::WINDOW {
+        estimate::WAKE.record(5_000);
+    }
+    #[derive(Copy, Clone, PartialEq, Debug)]
+    enum Way {
+        WithoutClimb,
+        StoppedCell,
+        NoSpin,
+        AfterSpin,
+    }
+    // On a fresh thread (its count of parks since the last sample at zero), one
+    // way's waits on as many fresh cells as a sampling gap holds, each stored to
+    // once its waiter is counted: how many of the cells were stamped.
+    let stamped = |way: Way| {
+        std::thread::spawn(move || {
+            let default = WaitPolicy::new();
+            let pol = match way {
+                Way::WithoutClimb | Way::StoppedCell => default.resolve(),
+                Way::NoSpin => policy(0, 0, false),
+                Way::AfterSpin => policy(1_000, 0, false),
+            };
+            let mut stamped = 0;
+            for _ in 0..estimate::WAKE_SAMPLE_EVERY {
+                let parts = Parts::new(0);
+                if way != Way::AfterSpin {
+                    parts.adapt.record_failed_wait(true);
+                }
+                let cell = parts.waiter();
+                let (o, lean) = std::thread::scope(|s| {
+                    s.spawn(|| parts.store_once_parked(1));
+                    let pred = &mut |v| v == 1;
+                    let o = (way == Way::WithoutClimb)
+                        .then(|| park::without_climb(cell, &mut *pred, None, &default, false))
+                        .flatten();
+                    let lean = o.is_some();
+                    // The ladder parks too, so that the store comes whichever way.
+                    let o = o.unwrap_or_else(|| climb(cell, pred, None, pol, None::<&SimMonitor>));
+                    (o, lean)
+                });
+                assert_eq!(lean, way == Way::WithoutClimb, "{way:?}");
+                assert_eq!((o.value, o.ended), (1, Ended::Park));
+                stamped += u32::from(parts.sleepers.wake_stamp() != 0);
+            }
+            stamped
+        })
+        .join()
+        .expect("the waiter does not panic")
+    };
+    assert_eq!(stamped(Way::WithoutClimb), 0, "without the climb");
+    let ladder = [Way::StoppedCell, Way::NoSpin, Way::AfterSpin].map(stamped);
+    assert_eq!(ladder, [1; 3], "the ladder's parks");
+}
+
 /// One wait of [`without_the_climb_against_the_ladder`] on `cell`: the first look,
 /// then the park without the climb (`lean`) or the ladder of `WaitCell::wait_until`
 /// (no hardware tier). If `timed`, a wait that `ends` has 60 s, one that does not

@@ -13,7 +13,7 @@ use crate::sys::park::Queue;
 /// of the cell's counters, which the waiter writes and a notifier that wakes reads),
 /// the wake stamp last, on the cell's last line with the registry's tail. A notifier
 /// writes the stamp right before its `futex_wake` only while a parked waiter
-/// measures its wake-up (`measuring`: one park in `estimate::WAKE_SAMPLE_EVERY`), so
+/// measures its wake-up (`measuring`: the few parks `ladder/estimate.rs` names), so
 /// that its other wakes read no clock (a clock read after a long sleep misses on the
 /// clock's code and data); only such a park reads the stamp, where flags beside it
 /// would have every wake of a waiter on another CPU fetch that line from there.
