@@ -14,11 +14,11 @@
 //!   among the ladder's parks. A wait that parks without the ladder on a cell
 //!   whose spins stopped (a slow producer's consumer) sizes no spin and measures
 //!   only while the window fills ([`wake_young`]); a cell's probes, which judge a
-//!   spin of the budget, measure every park. A sample is refused when the stamp is older than the park (another wake's
-//!   stamp), when the clock went backwards, and when it lies outside
-//!   [`WAKE_SAMPLE_MIN_NS`]`..=`[`WAKE_SAMPLE_MAX_NS`]. Timeouts and returns that
-//!   never slept (`futex_wait`'s `EAGAIN`, `Parked::Changed`) are not offered at
-//!   all.
+//!   spin of the budget, measure every park. A sample is refused when the stamp is
+//!   older than the park (another wake's stamp), when the clock went backwards, and
+//!   when it lies outside [`WAKE_SAMPLE_MIN_NS`]`..=`[`WAKE_SAMPLE_MAX_NS`].
+//!   Timeouts and returns that never slept (`futex_wait`'s `EAGAIN`,
+//!   `Parked::Changed`) are not offered at all.
 //! - **The cost of one spin round**: [`LOADS_PER_CLOCK_READ`] loads and pauses plus
 //!   one clock read, from the clock readings the spin tier makes anyway: the time
 //!   between its first and last reading over the rounds in between. Where the
@@ -86,15 +86,16 @@ pub(crate) const SPIN_ROUND_SAMPLE_MAX_NS: u64 = 100_000;
 /// Each thread offers one spin in this many to the spin-round estimate.
 pub(crate) const SPIN_SAMPLE_EVERY: u32 = 64;
 /// Each thread measures the wake-up of one park in this many (once the estimate has a
-/// full window), among the ladder's parks. The rule: a measured park costs its waiter two clock reads and the
-/// estimate's update, about 0.1 µs warm and up to 0.4 µs after a long sleep (the
-/// clock's pages, the estimate's line and their code all cold: a consumer fed every
-/// 5 ms), and the flag and stamp lines it shares with the notifier; whole, 0.9–1.2 µs
-/// more than another park at 1 ms on the 2-vCPU guest (`docs/design-notes.md`). One
-/// in 32 keeps that near 1 % of a futex wake-up's CPU time (2–3 µs on the machines
-/// of `docs/hardware-results.md`, more elsewhere), where one in 4 made it 3–4 %. A
-/// lasting change of the wake-up latency still moves the median within 4 samples,
-/// 128 parks of one thread (0.1 s of a consumer fed every millisecond).
+/// full window), among the ladder's parks. The rule: a measured park costs its
+/// waiter two clock reads and the estimate's update, about 0.1 µs warm and up to
+/// 0.4 µs after a long sleep (the clock's pages, the estimate's line and their code
+/// all cold: a consumer fed every 5 ms), and the flag and stamp lines it shares with
+/// the notifier; whole, 0.9–1.2 µs more than another park at 1 ms on the 2-vCPU
+/// guest (`docs/design-notes.md`). One in 32 keeps that near 1 % of a futex
+/// wake-up's CPU time (2–3 µs on the machines of `docs/hardware-results.md`, more
+/// elsewhere), where one in 4 made it 3–4 %. A lasting change of the wake-up latency
+/// still moves the median within 4 samples, 128 parks of one thread (0.1 s of a
+/// consumer fed every millisecond).
 pub(crate) const WAKE_SAMPLE_EVERY: u32 = 32;
 
 /// The shortest spin budget: a cache line's round trip between sockets (about
