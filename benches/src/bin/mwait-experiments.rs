@@ -94,9 +94,9 @@
 //!   per round and kind one child of each start order, in turns; per kind the
 //!   median of the rounds' geometric means of the waiter CPU ratio: what the
 //!   process's one-time work costs the cold figure.
-//! - `steady-park WAKES [parker] [timed]`: one waiter on one default WaitCell (or
-//!   `mwait::Parker`) fed every 300 µs, each value only once the waiter has taken the
-//!   last: `WAKES` waits that all park (`timed`: with a timeout of 60 s), and the
+//! - `steady-park WAKES [parker|atomic] [timed]`: one waiter on one default WaitCell
+//!   (or `mwait::Parker`, or an `AtomicU32` through `mwait::atomic`) fed every
+//!   300 µs, each value only once the waiter has taken the last: `WAKES` waits that all park (`timed`: with a timeout of 60 s), and the
 //!   waiter's CPU per wake. Under `valgrind --tool=callgrind`, toggled on
 //!   `*mwait_steady_wait*` (each wait, its first look included, in a function of its
 //!   own), the difference of two runs' counts over the difference of their `WAKES`
@@ -646,8 +646,16 @@ fn fresh_idle(wait: Duration, rounds: usize) {
     }
 }
 
+/// What `steady-park` waits on.
+#[derive(Copy, Clone, PartialEq)]
+enum SteadyOn {
+    Cell,
+    Parker,
+    Atomic,
+}
+
 /// `steady-park`: see the module docs.
-fn steady_park(wakes: u32, parker: bool, timed: bool) {
+fn steady_park(wakes: u32, on: SteadyOn, timed: bool) {
     use std::sync::atomic::{
         AtomicU32,
         Ordering::{Acquire, Release},
@@ -669,54 +677,90 @@ fn steady_park(wakes: u32, parker: bool, timed: bool) {
         })
     };
     let cpu0 = mwait_support::thread_cpu_time();
-    let feeder = if parker {
-        let p = mwait::Parker::new();
-        let u = p.unparker();
-        let feeder = feed(
-            taken.clone(),
-            Box::new(move |_| {
-                u.unpark();
-            }),
-        );
-        /// One wait, alone in a function that callgrind can collect.
-        #[inline(never)]
-        fn mwait_steady_wait_parker(p: &mwait::Parker, timed: bool) {
-            match timed {
-                true => assert!(p.park_timeout(Duration::from_secs(60)), "a token"),
-                false => p.park(),
-            }
-        }
-        for i in 0..wakes {
-            mwait_steady_wait_parker(&p, timed);
-            taken.store(i + 1, Release);
-        }
-        feeder
-    } else {
-        let cell = Arc::new(mwait::WaitCell::new(0));
-        let c = cell.clone();
-        let feeder = feed(taken.clone(), Box::new(move |v| c.store(v)));
-        /// One wait, alone in a function that callgrind can collect.
-        #[inline(never)]
-        fn mwait_steady_wait_cell(cell: &mwait::WaitCell, i: u32, timed: bool) {
-            match timed {
-                true => {
-                    let r = cell.wait_until_timeout(|v| v > i, Duration::from_secs(60));
-                    assert!(!r.is_timed_out(), "a value");
-                }
-                false => {
-                    cell.wait_until(|v| v > i);
+    let feeder = match on {
+        SteadyOn::Parker => {
+            let p = mwait::Parker::new();
+            let u = p.unparker();
+            let feeder = feed(
+                taken.clone(),
+                Box::new(move |_| {
+                    u.unpark();
+                }),
+            );
+            /// One wait, alone in a function that callgrind can collect.
+            #[inline(never)]
+            fn mwait_steady_wait_parker(p: &mwait::Parker, timed: bool) {
+                match timed {
+                    true => assert!(p.park_timeout(Duration::from_secs(60)), "a token"),
+                    false => p.park(),
                 }
             }
+            for i in 0..wakes {
+                mwait_steady_wait_parker(&p, timed);
+                taken.store(i + 1, Release);
+            }
+            feeder
         }
-        for i in 0..wakes {
-            mwait_steady_wait_cell(&cell, i, timed);
-            taken.store(i + 1, Release);
+        SteadyOn::Cell => {
+            let cell = Arc::new(mwait::WaitCell::new(0));
+            let c = cell.clone();
+            let feeder = feed(taken.clone(), Box::new(move |v| c.store(v)));
+            /// One wait, alone in a function that callgrind can collect.
+            #[inline(never)]
+            fn mwait_steady_wait_cell(cell: &mwait::WaitCell, i: u32, timed: bool) {
+                match timed {
+                    true => {
+                        let r = cell.wait_until_timeout(|v| v > i, Duration::from_secs(60));
+                        assert!(!r.is_timed_out(), "a value");
+                    }
+                    false => {
+                        cell.wait_until(|v| v > i);
+                    }
+                }
+            }
+            for i in 0..wakes {
+                mwait_steady_wait_cell(&cell, i, timed);
+                taken.store(i + 1, Release);
+            }
+            feeder
         }
-        feeder
+        SteadyOn::Atomic => {
+            let word = Arc::new(AtomicU32::new(0));
+            let w = word.clone();
+            let feeder = feed(
+                taken.clone(),
+                Box::new(move |v| {
+                    w.store(v, Release);
+                    mwait::atomic::wake_all(&*w);
+                }),
+            );
+            /// One wait, alone in a function that callgrind can collect.
+            #[inline(never)]
+            fn mwait_steady_wait_atomic(word: &AtomicU32, i: u32, timed: bool) {
+                match timed {
+                    true => {
+                        let r = mwait::atomic::wait_timeout(word, i, Duration::from_secs(60));
+                        assert!(!r.is_timed_out(), "a value");
+                    }
+                    false => {
+                        mwait::atomic::wait(word, i);
+                    }
+                }
+            }
+            for i in 0..wakes {
+                mwait_steady_wait_atomic(&word, i, timed);
+                taken.store(i + 1, Release);
+            }
+            feeder
+        }
     };
     let cpu = duration_ns(mwait_support::thread_cpu_time() - cpu0);
     feeder.join().expect("the feeder");
-    let kind = if parker { "Parker" } else { "WaitCell" };
+    let kind = match on {
+        SteadyOn::Cell => "WaitCell",
+        SteadyOn::Parker => "Parker",
+        SteadyOn::Atomic => "bare AtomicU32",
+    };
     println!(
         "{wakes} parked wakes of a {kind}: waiter CPU per wake {} ns",
         cpu / u64::from(wakes.max(1))
@@ -1313,10 +1357,17 @@ fn main() {
                 names,
             )
         }
-        ["steady-park", n] => steady_park(n.parse().expect("wakes"), false, false),
-        ["steady-park", n, "parker"] => steady_park(n.parse().expect("wakes"), true, false),
-        ["steady-park", n, "timed"] => steady_park(n.parse().expect("wakes"), false, true),
-        ["steady-park", n, "parker", "timed"] => steady_park(n.parse().expect("wakes"), true, true),
+        ["steady-park", n, ref rest @ ..] => {
+            let on = match rest.first() {
+                Some(&"parker") => SteadyOn::Parker,
+                Some(&"atomic") => SteadyOn::Atomic,
+                _ => SteadyOn::Cell,
+            };
+            let timed = rest.last() == Some(&"timed");
+            let known = rest.len() <= usize::from(on != SteadyOn::Cell) + usize::from(timed);
+            assert!(known, "steady-park WAKES [parker|atomic] [timed]");
+            steady_park(n.parse().expect("wakes"), on, timed)
+        }
         ["fresh-park", ms] => fresh_park(Duration::from_millis(ms.parse().expect("ms")), 31, false),
         ["fresh-park", ms, rounds] => fresh_park(
             Duration::from_millis(ms.parse().expect("ms")),
@@ -1348,7 +1399,7 @@ fn main() {
                  | atomic \
                  | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS \
                  | fresh-idle [WAIT_MS [ROUNDS]] | first-wake [PROCESSES [IMPL...]] \
-                 | cold-long-wait [ROUNDS] | steady-park WAKES [parker] [timed] \
+                 | cold-long-wait [ROUNDS] | steady-park WAKES [parker|atomic] [timed] \
                  | fresh-park WAIT_MS [ROUNDS [block_on]] | park-segments GAP_US [ROUNDS]"
             );
             std::process::exit(2);
