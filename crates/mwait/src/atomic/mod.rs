@@ -32,7 +32,8 @@
 //! - every park runs the waiter barrier (`membarrier` once the process is registered,
 //!   about 0.1–5 µs): a bare word has no state word for the cell's sticky `FENCED`
 //!   bit, and no waiter relies on another's announcement (see the notes below);
-//! - a park allocates its doorbell (a few words, freed when the wait ends);
+//! - a park sleeps on a doorbell, a few words of its own: one its bucket kept from an
+//!   earlier park where one is free, else a new allocation;
 //! - the words are process-private: a wake reaches the waiters of its own process
 //!   only (as `atomic-wait`'s private futexes do). For a word in memory shared
 //!   between processes, use [`WaitCell::new_shared`](crate::WaitCell::new_shared);

@@ -12,7 +12,9 @@
 //! Memory: [`BUCKETS`] buckets of 128 bytes (32 KiB), and per parked waiter one
 //! doorbell (a reference-counted allocation of a few words) and one queue entry
 //! (two words; a bucket's queue keeps the capacity its most crowded moment needed).
-//! Nothing per word.
+//! A bucket keeps the doorbells of the last two waits on one word that parked in it,
+//! for the next: at most [`SPARES`] spare doorbells per bucket that ever held a
+//! waiter. Nothing per word.
 
 use crate::ladder::adapt::{Adaptive, Caught};
 use crate::ladder::stats::CellStats;
@@ -118,9 +120,26 @@ pub(crate) struct Bucket {
     /// announcement (3), a `SeqCst` swap, and by whoever removes an entry. Read by
     /// notifiers (2) without the lock.
     announced: AtomicU32,
-    queue: Mutex<Vec<Entry>>,
+    queue: Mutex<Waiters>,
     learned: Learned,
 }
+
+/// What a bucket's lock guards: the queue of parked waiters, and doorbells to reuse.
+struct Waiters {
+    /// The parked waiters, the oldest first.
+    entries: Vec<Entry>,
+    /// The doorbells of the last waits on one word that parked here
+    /// ([`Bucket::announce_own`]): the next such park sleeps on one of them instead
+    /// of allocating one, once nobody else holds it.
+    spares: [Option<Arc<Doorbell>>; SPARES],
+}
+
+/// Spare doorbells a bucket keeps. A notifier that took a waiter's entry holds its
+/// doorbell until its ring returns, and the woken waiter may park again before
+/// that: with two, its next park finds the one it slept on before that free (a
+/// single spare was still held at 230 of 600 parks of a consumer woken every
+/// 200 µs, which then allocated).
+const SPARES: usize = 2;
 
 /// The second line of a bucket.
 #[repr(C, align(64))]
@@ -193,10 +212,14 @@ impl Doorbell {
 
 impl Bucket {
     const_fn_unless_loom! {
-        fn new() -> Bucket {
+        /// An empty bucket (the table's, and the tests' own).
+        pub(super) fn new() -> Bucket {
             Bucket {
                 announced: AtomicU32::new(EMPTY),
-                queue: Mutex::new(Vec::new()),
+                queue: Mutex::new(Waiters {
+                    entries: Vec::new(),
+                    spares: [None, None],
+                }),
                 learned: Learned {
                     adapt: Adaptive::new(),
                     caught: Caught::new(),
@@ -234,7 +257,12 @@ impl Bucket {
 
     /// How many waiters of `addr` are queued right now (a snapshot).
     pub(crate) fn queued(&self, addr: usize) -> usize {
-        self.queue.lock().iter().filter(|e| e.addr == addr).count()
+        self.queue
+            .lock()
+            .entries
+            .iter()
+            .filter(|e| e.addr == addr)
+            .count()
     }
 
     // ---- The notify half ----
@@ -276,7 +304,8 @@ impl Bucket {
             let mut batch: [Option<Arc<Doorbell>>; RING_BATCH] = Default::default();
             let mut got = 0;
             let more = {
-                let mut q = self.queue.lock();
+                let mut guard = self.queue.lock();
+                let q = &mut guard.entries;
                 let left = left.get_or_insert_with(|| q.iter().filter(|e| e.addr == addr).count());
                 let mut i = 0;
                 while i < q.len() && got < RING_BATCH && *left > 0 {
@@ -288,7 +317,7 @@ impl Bucket {
                         i += 1;
                     }
                 }
-                self.announced.store(summary(&q), Ordering::SeqCst);
+                self.announced.store(summary(q), Ordering::SeqCst);
                 *left > 0 && q[i..].iter().any(|e| e.addr == addr)
             };
             if got > 0 {
@@ -318,17 +347,61 @@ impl Bucket {
     /// bucket's new summary with a `SeqCst` swap, under the queue's lock. The caller
     /// then runs the waiter barrier and re-checks its word (4); see the notes in
     /// `mod.rs`. The returned guard withdraws the entry however the park ends.
-    pub(crate) fn announce<'a>(&'a self, addr: usize, bell: &'a Arc<Doorbell>) -> Queued<'a> {
+    pub(crate) fn announce(&self, addr: usize, bell: &Arc<Doorbell>) -> Queued<'_> {
         let mut q = self.queue.lock();
-        q.push(Entry {
-            addr,
-            bell: Arc::clone(bell),
+        self.push(&mut q, addr, Arc::clone(bell), false)
+    }
+
+    /// [`announce`](Self::announce) with a doorbell of the bucket's: a spare that an
+    /// earlier park of one word left, armed again, where nobody else holds it, else a
+    /// new one (allocated with the lock released: nothing that may call the kernel
+    /// runs under it). The guard gives it back as a spare when it withdraws the
+    /// entry.
+    pub(crate) fn announce_own(&self, addr: usize) -> Queued<'_> {
+        let mut q = self.queue.lock();
+        // A spare that nobody else holds is one that nobody rings: a notifier that
+        // took its entry lets go of it only once its ring has returned (`wake_slow`).
+        let free = q.spares.iter_mut().find_map(|s| {
+            if s.as_mut().and_then(Arc::get_mut).is_some() {
+                s.take()
+            } else {
+                None
+            }
         });
-        self.announced.swap(summary(&q), Ordering::SeqCst); // (3)
+        let bell = match free {
+            Some(bell) => {
+                bell.word.store(ARMED, Ordering::Relaxed);
+                bell
+            }
+            None => {
+                drop(q);
+                let bell = Arc::new(Doorbell::new());
+                q = self.queue.lock();
+                bell
+            }
+        };
+        self.push(&mut q, addr, bell, true)
+    }
+
+    /// Queues `bell` for `addr` under the lock `q` and publishes the new summary
+    /// (3); `own`: the guard gives the bell back as a spare of the bucket's.
+    fn push<'a>(
+        &'a self,
+        q: &mut Waiters,
+        addr: usize,
+        bell: Arc<Doorbell>,
+        own: bool,
+    ) -> Queued<'a> {
+        q.entries.push(Entry {
+            addr,
+            bell: Arc::clone(&bell),
+        });
+        self.announced.swap(summary(&q.entries), Ordering::SeqCst); // (3)
         Queued {
             bucket: self,
             addr,
-            bell,
+            bell: Some(bell),
+            own,
             consumed: false,
         }
     }
@@ -354,11 +427,21 @@ fn summary(q: &[Entry]) -> u32 {
 pub(crate) struct Queued<'a> {
     bucket: &'a Bucket,
     addr: usize,
-    bell: &'a Arc<Doorbell>,
+    /// The waiter's doorbell (taken by the drop).
+    bell: Option<Arc<Doorbell>>,
+    /// Whether the bell is the bucket's to keep as a spare ([`Bucket::announce_own`]).
+    own: bool,
     consumed: bool,
 }
 
 impl Queued<'_> {
+    /// The doorbell this waiter sleeps on.
+    pub(crate) fn bell(&self) -> &Arc<Doorbell> {
+        self.bell
+            .as_ref()
+            .expect("the bell is taken only when the guard drops")
+    }
+
     /// The waiter slept and a ring woke it (or a ring landed as it went to sleep):
     /// it consumes the wake.
     pub(crate) fn consume(&mut self) {
@@ -368,19 +451,30 @@ impl Queued<'_> {
 
 impl Drop for Queued<'_> {
     fn drop(&mut self) {
+        let Some(bell) = self.bell.take() else {
+            return;
+        };
         let forward = {
             let mut q = self.bucket.queue.lock();
-            let mine = |e: &Entry| e.addr == self.addr && Arc::ptr_eq(&e.bell, self.bell);
-            match q.iter().position(mine) {
+            let mine = |e: &Entry| e.addr == self.addr && Arc::ptr_eq(&e.bell, &bell);
+            let forward = match q.entries.iter().position(mine) {
                 Some(i) => {
-                    q.remove(i);
-                    self.bucket.announced.store(summary(&q), Ordering::SeqCst);
+                    q.entries.remove(i);
+                    self.bucket
+                        .announced
+                        .store(summary(&q.entries), Ordering::SeqCst);
                     false
                 }
                 // A notifier took the entry off: a wake this waiter does not
                 // consume goes on.
                 None => !self.consumed,
+            };
+            if self.own {
+                if let Some(slot) = q.spares.iter_mut().find(|s| s.is_none()) {
+                    *slot = Some(bell);
+                }
             }
+            forward
         };
         if forward {
             self.bucket.wake_slow(self.addr, 1);

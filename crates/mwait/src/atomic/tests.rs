@@ -168,6 +168,57 @@ fn a_taken_wake_of_one_goes_on_unless_its_waiter_consumes_it() {
 }
 
 #[test]
+fn a_park_sleeps_on_a_spare_doorbell_once_nobody_else_holds_it() {
+    // A bucket of the test's own, whose spares no other test's park takes.
+    let b = table::Bucket::new();
+    let addr = 0x1000;
+    let mut first = b.announce_own(addr);
+    let bell1 = Arc::as_ptr(first.bell());
+    // A notifier takes the entry, marks the bell and rings it; its ring returned.
+    assert_eq!(b.wake(addr, park::ALL), 1);
+    assert!(first.bell().rung());
+    first.consume();
+    drop(first);
+    // Were the bell freed, the allocator would hand its memory to this decoy, and
+    // the next park's bell could not have its address.
+    let decoy = Arc::new(Doorbell::new());
+
+    // The next park sleeps on the same doorbell, armed again.
+    let second = b.announce_own(addr);
+    assert_eq!(Arc::as_ptr(second.bell()), bell1);
+    assert!(!second.bell().rung());
+    // Held elsewhere, as by a notifier whose ring has not returned, a spare is not
+    // handed out: the park allocates.
+    let held = Arc::clone(second.bell());
+    drop(second);
+    let third = b.announce_own(addr);
+    let bell3 = Arc::as_ptr(third.bell());
+    assert_ne!(bell3, bell1);
+    drop(third);
+
+    // Both are kept; once the holder lets go, two parks at once take them both,
+    // and a third allocates.
+    drop(held);
+    let decoys = [Arc::new(Doorbell::new()), Arc::new(Doorbell::new())];
+    let (x, y, z) = (
+        b.announce_own(addr),
+        b.announce_own(addr),
+        b.announce_own(addr),
+    );
+    let mut taken = [Arc::as_ptr(x.bell()), Arc::as_ptr(y.bell())];
+    taken.sort();
+    let mut kept = [bell1, bell3];
+    kept.sort();
+    assert_eq!(taken, kept);
+    assert!(!kept.contains(&Arc::as_ptr(z.bell())));
+    assert!(![&x, &y, &z].iter().any(|q| q.bell().rung()));
+    assert_eq!(b.queued(addr), 3);
+    drop((x, y, z));
+    assert_eq!(b.queued(addr), 0);
+    drop((decoy, decoys));
+}
+
+#[test]
 fn the_table_is_32_kib_of_two_line_buckets_and_spreads_neighbouring_words() {
     assert_eq!(std::mem::size_of::<table::Bucket>(), 128);
     assert_eq!(std::mem::size_of::<table::Table>(), 32 * 1024);

@@ -2,11 +2,10 @@
 //! sealed trait of the atomic words names it in the signature of each word's
 //! ladder (`Sealed::ladder`), and no other crate can name it.
 
-use super::table::{Bucket, Doorbell};
+use super::table::Bucket;
 use super::Atomic;
 use crate::ladder::word::Word;
 use crate::sys::park::{self, Parked};
-use std::sync::Arc;
 
 /// A bare atomic as a ladder [`Word`]: its park half is the table's.
 pub struct TableWord<'a, A: ?Sized> {
@@ -40,16 +39,15 @@ impl<'a, A: Atomic> Word<'a> for TableWord<'a, A> {
         deadline_ns: Option<u64>,
     ) -> Result<A::Value, Parked> {
         let addr = self.atomic as *const A as usize;
-        let bell = Arc::new(Doorbell::new());
-        let mut queued = self.bucket.announce(addr, &bell); // (3)
+        let mut queued = self.bucket.announce_own(addr); // (3)
         park::waiter_barrier();
         crate::primitive::loom_sc_fence();
         let v = self.atomic.load_acquire(); // (4)
         if pred(v) {
             return Ok(v);
         }
-        let parked = bell.sleep(deadline_ns);
-        if bell.rung() && parked != Parked::TimedOut {
+        let parked = queued.bell().sleep(deadline_ns);
+        if queued.bell().rung() && parked != Parked::TimedOut {
             queued.consume();
             if let Some(woken) = self.woken {
                 woken.set(true);
