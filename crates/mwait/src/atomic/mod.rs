@@ -29,9 +29,11 @@
 //!
 //! What differs from a cell:
 //!
-//! - every park runs the waiter barrier (`membarrier` once the process is registered,
-//!   about 0.1–5 µs): a bare word has no state word for the cell's sticky `FENCED`
-//!   bit, and no waiter relies on another's announcement (see the notes below);
+//! - the cell's sticky `FENCED` bit, which spares a waiter that parks for every value
+//!   its `membarrier` (about 0.1–5 µs), is its bucket's, and holds for one tag (one
+//!   word, bar collisions) at a time: a park of another word in the bucket takes it
+//!   away, and that word's next park runs its barrier to set it (see "A word that
+//!   parks often" below);
 //! - a park sleeps on a doorbell, a few words of its own: one its bucket kept from an
 //!   earlier park where one is free, else a new allocation;
 //! - the words are process-private: a wake reaches the waiters of its own process
@@ -50,7 +52,9 @@
 //! word.store(new, any ordering)     (1)  lock(bucket.queue); push (addr, bell)
 //! [light] compiler_fence(SeqCst)          announced.swap(summary, SeqCst)    (3)
 //! [else]  fence(SeqCst)                   unlock
-//! a = announced.load()              (2)  waiter_barrier()   (membarrier or a fence)
+//! a = announced.load()              (2)  unless (3) found FENCED for the tag:
+//!                                           waiter_barrier() (membarrier or a fence)
+//!                                           lock; mark FENCED if still queued; unlock
 //! if a is EMPTY or another tag: done      v = word.load()                    (4)
 //! else: lock; take the entries of addr;   if !pred(v): sleep while bell == ARMED
 //!       mark their bells; unlock; wake
@@ -62,18 +66,59 @@
 //! (1)/(2) pair the barrier point follows has (1) visible to (4); one whose pair it
 //! precedes loads (2) after (3). Where it does not, both sides run a `SeqCst` fence
 //! between their two accesses, the fence form of the same store-buffering argument.
-//! Every waiter runs its barrier: there is no shortcut like the cell's `FENCED` bit,
-//! so no waiter relies on another waiter's announcement to order a notifier.
+//! A waiter that skips its barrier relies on an earlier waiter's instead (below).
 //!
 //! What (2) reads decides the notifier's path. The announcement word is written only
 //! under the queue's lock, from the queue's contents: `EMPTY`, the tag of the one
-//! address every queued waiter waits on, or `MANY`. A value that does not show this
+//! address every queued waiter waits on, or `MANY`, and the `FENCED` bit with a tag
+//! (below); a notifier looks at the tag bits alone. A value that does not show this
 //! waiter comes from a write before its (3) in the word's modification order (every
 //! write after (3), until this waiter leaves the queue, is computed from a queue that
 //! holds it), so by the argument above (4) sees `new`, and the waiter does not sleep.
 //! A value that shows it sends the notifier to the queue, under the lock, where it
 //! finds the entry (pushed before (3) in the same critical section) unless the
 //! waiter has already withdrawn.
+//!
+//! ## A word that parks often: the `FENCED` bit
+//!
+//! A consumer fed every millisecond parks for every value, and a `membarrier` on
+//! each park would be most of what the park adds to a futex wait (`docs/design-notes.md`
+//! has the figures). So, as on a cell, a waiter that
+//! has run its barrier marks the announcement word `FENCED` with its tag, under the
+//! queue's lock, if its entry is still queued and every queued waiter waits on its
+//! tag. The mark stays, keeping its tag, while the queue holds waiters of that tag
+//! only or nobody; a write that queues a waiter of another tag, or of several,
+//! drops it. A waiter whose announcement (3) finds the mark for its own tag skips
+//! its barrier. A notifier whose (2) finds its word's tag, marked or not, takes the
+//! lock as before; one that finds another tag, or `EMPTY`, returns: a wake of another
+//! word of a marked bucket still costs one load.
+//!
+//! Why no wake is lost. Let W wait on X and skip its barrier on the strength of a
+//! mark set by S, a waiter of X (the last marking before W's (3)), and let N be a
+//! notifier of X. S's barrier put a full barrier at a point P of N. If N's (1)
+//! precedes P, it happens before the end of S's barrier, so before S's marking and
+//! unlock, so before W takes the lock for (3) and before W's (4): W sees the value.
+//! Otherwise N's (2) follows P and reads S's (3) or a later state. From S's (3) to
+//! its marking the queue holds S's entry (S marks only while queued, and entries
+//! leave only under the lock), so the word shows X's tag or `MANY`; from the marking
+//! to W's (3) it shows X's tag and `FENCED` (nothing dropped the mark, or W would
+//! not have read it). So if (2) reads a state before W's (3), N takes the lock: if
+//! before W's announcement, W's (4), after W's own lock, sees (1); if after, N finds
+//! W's entry. If (2) reads W's (3) or a later state, it shows X's tag while W is
+//! queued, as without the mark. Two addresses that share a tag are one to this
+//! argument: a notifier of either takes the lock. Where the barrier is a fence (no
+//! `membarrier`), the same argument runs with the fences.
+//!
+//! Both conditions of the marking matter: a waiter whose entry a notifier took
+//! before its barrier ended may have left the queue empty for a moment, and a
+//! notifier of X that read `EMPTY` then returned without the lock; and a mark with
+//! a waiter of another word queued would send that word's notifiers away from the
+//! queue.
+//!
+//! The mark costs a wake of X that finds no waiter of X queued the lock (about
+//! 20–40 ns instead of a load), so, as on a cell, such wakes count themselves under
+//! the lock, and the 32nd in a row (no announcement between; `FENCED_IDLE_NOTIFIES`,
+//! as on a cell) clears it: about one barrier's worth of them.
 //!
 //! The sleep itself compares no value of the word: the waiter sleeps on its own
 //! doorbell, a 32-bit word that is `ARMED` until a notifier takes its entry off the

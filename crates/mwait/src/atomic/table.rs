@@ -20,7 +20,8 @@ use crate::ladder::adapt::{Adaptive, Caught};
 use crate::ladder::stats::CellStats;
 use crate::ladder::Learning;
 use crate::primitive::{
-    const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Mutex, Ordering, TABLE_BUCKETS,
+    const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Mutex, Ordering, FENCED_IDLE_NOTIFIES,
+    TABLE_BUCKETS,
 };
 use crate::protocol::OnWake;
 use crate::sys::park::{self, Parked, Queue};
@@ -32,12 +33,21 @@ pub(crate) const BUCKETS: usize = TABLE_BUCKETS;
 
 const _: () = assert!(BUCKETS.is_power_of_two());
 
-/// The announcement word of a bucket with nobody parked.
+/// The bit of the announcement word that lets the waiters of its tag skip the
+/// waiter barrier: set by a waiter of that tag once its own barrier is done, while it
+/// is still queued and every queued waiter waits on the tag, and kept (with the tag)
+/// while the queue holds only waiters of the tag or nobody (see "A word that parks
+/// often" in `mod.rs`).
+const FENCED: u32 = 1 << 31;
+/// The tag bits of the announcement word.
+const TAG: u32 = FENCED - 1;
+
+/// The tag bits of a bucket with nobody parked.
 const EMPTY: u32 = 0;
-/// The announcement word of a bucket whose parked waiters wait on more than one
-/// address (or on one whose tag is this value): every wake of the bucket's words
-/// looks at the queue.
-const MANY: u32 = u32::MAX;
+/// The tag bits of a bucket whose parked waiters wait on more than one address (or
+/// on one whose tag is this value): every wake of the bucket's words looks at the
+/// queue.
+const MANY: u32 = TAG;
 
 /// A doorbell nobody has rung.
 const ARMED: u32 = 0;
@@ -100,11 +110,12 @@ pub(crate) fn bucket_index(addr: usize) -> usize {
 }
 
 /// The tag of `addr` in an announcement word: the address in 4-byte units, cut to
-/// 32 bits, never [`EMPTY`]. Two addresses of one bucket may share a tag (they are
-/// 16 GiB apart); their notifiers then look at the queue, which tells them apart.
+/// the 31 [`TAG`] bits, never [`EMPTY`]. Two addresses of one bucket may share a tag
+/// (they are 8 GiB apart); their notifiers then look at the queue, which tells them
+/// apart.
 #[inline(always)]
 fn tag(addr: usize) -> u32 {
-    match ((addr >> 2) as u32).wrapping_add(1) {
+    match ((addr >> 2) as u32).wrapping_add(1) & TAG {
         EMPTY => MANY,
         t => t,
     }
@@ -116,9 +127,11 @@ fn tag(addr: usize) -> u32 {
 #[repr(C, align(128))]
 pub(crate) struct Bucket {
     /// [`EMPTY`]; the tag of the one address every queued waiter waits on; or
-    /// [`MANY`]. Written under `queue`'s lock from the queue's contents: by a waiter's
-    /// announcement (3), a `SeqCst` swap, and by whoever removes an entry. Read by
-    /// notifiers (2) without the lock.
+    /// [`MANY`]; with [`FENCED`] for a tag whose waiters may skip the barrier, which
+    /// keeps the tag while nobody is queued. Written only under `queue`'s lock, from
+    /// the queue's contents and the word itself ([`Bucket::settled`]): by a waiter's
+    /// announcement (3), a `SeqCst` swap, by whoever removes an entry, and by a
+    /// waiter that sets `FENCED`. Read by notifiers (2) without the lock.
     announced: AtomicU32,
     queue: Mutex<Waiters>,
     learned: Learned,
@@ -132,6 +145,10 @@ struct Waiters {
     /// ([`Bucket::announce_own`]): the next such park sleeps on one of them instead
     /// of allocating one, once nobody else holds it.
     spares: [Option<Arc<Doorbell>>; SPARES],
+    /// Wakes in a row (no announcement between them) that found the announcement
+    /// [`FENCED`] for their word's tag and no waiter of the word queued: the
+    /// [`FENCED_IDLE_NOTIFIES`]th clears the bit.
+    idle: u32,
 }
 
 /// Spare doorbells a bucket keeps. A notifier that took a waiter's entry holds its
@@ -219,6 +236,7 @@ impl Bucket {
                 queue: Mutex::new(Waiters {
                     entries: Vec::new(),
                     spares: [None, None],
+                    idle: 0,
                 }),
                 learned: Learned {
                     adapt: Adaptive::new(),
@@ -284,7 +302,8 @@ impl Bucket {
             loom_sc_fence();
             self.announced.load(Ordering::SeqCst) // (2)
         };
-        if a == EMPTY || (a != MANY && a != tag(addr)) {
+        let t = a & TAG;
+        if t == EMPTY || (t != MANY && t != tag(addr)) {
             return 0;
         }
         self.wake_slow(addr, n)
@@ -317,7 +336,22 @@ impl Bucket {
                         i += 1;
                     }
                 }
-                self.announced.store(summary(q), Ordering::SeqCst);
+                let mut next = self.settled(q);
+                if got > 0 {
+                    guard.idle = 0;
+                } else if next == tag(addr) | FENCED {
+                    // Nobody of the word to wake under a `FENCED` announcement: its
+                    // waiter was not parked. A run of these clears the bit, so that
+                    // a word mostly woken with nobody parked goes back to the
+                    // notifies that take no lock.
+                    guard.idle += 1;
+                    if guard.idle >= FENCED_IDLE_NOTIFIES {
+                        guard.idle = 0;
+                        next = summary(&guard.entries);
+                    }
+                }
+                self.announced.store(next, Ordering::SeqCst);
+                let q = &guard.entries;
                 *left > 0 && q[i..].iter().any(|e| e.addr == addr)
             };
             if got > 0 {
@@ -396,13 +430,32 @@ impl Bucket {
             addr,
             bell: Arc::clone(&bell),
         });
-        self.announced.swap(summary(&q.entries), Ordering::SeqCst); // (3)
+        // A park breaks a run of wakes that found nobody parked.
+        q.idle = 0;
+        let announced = self.settled(&q.entries);
+        self.announced.swap(announced, Ordering::SeqCst); // (3)
         Queued {
             bucket: self,
             addr,
             bell: Some(bell),
             own,
+            fenced: announced & FENCED != 0,
             consumed: false,
+        }
+    }
+
+    /// The announcement word for the queue `q`, under its lock: the queue's
+    /// [`summary`], with [`FENCED`] kept where the word has it for the tag of every
+    /// waiter queued now, or for nobody queued (the bit then keeps its tag). A queue
+    /// that now holds a waiter of another tag, or of several, drops the bit.
+    fn settled(&self, q: &[Entry]) -> u32 {
+        // Every write of the word is made under the lock the caller holds.
+        let now = self.announced.load(Ordering::Relaxed);
+        let s = summary(q);
+        if now & FENCED != 0 && (s == EMPTY || s == now & TAG) {
+            now
+        } else {
+            s
         }
     }
 }
@@ -431,6 +484,9 @@ pub(crate) struct Queued<'a> {
     bell: Option<Arc<Doorbell>>,
     /// Whether the bell is the bucket's to keep as a spare ([`Bucket::announce_own`]).
     own: bool,
+    /// Whether the announcement found the bucket [`FENCED`] for the waiter's tag:
+    /// the waiter may skip its barrier.
+    fenced: bool,
     consumed: bool,
 }
 
@@ -440,6 +496,32 @@ impl Queued<'_> {
         self.bell
             .as_ref()
             .expect("the bell is taken only when the guard drops")
+    }
+
+    /// Whether the waiter may skip the waiter barrier: its announcement (3) found the
+    /// bucket [`FENCED`] for its tag (see "A word that parks often" in `mod.rs`).
+    pub(crate) fn fenced(&self) -> bool {
+        self.fenced
+    }
+
+    /// After the waiter's barrier: marks the bucket [`FENCED`] for the waiter's tag,
+    /// so that the next waiters of the tag skip theirs, if the waiter is still
+    /// queued (no notifier took its entry) and every queued waiter waits on its tag.
+    pub(crate) fn barrier_done(&self) {
+        let t = tag(self.addr);
+        if t == MANY {
+            return;
+        }
+        let bell = self.bell();
+        let mut q = self.bucket.queue.lock();
+        let queued = q
+            .entries
+            .iter()
+            .any(|e| e.addr == self.addr && Arc::ptr_eq(&e.bell, bell));
+        if queued && summary(&q.entries) == t {
+            q.idle = 0;
+            self.bucket.announced.store(t | FENCED, Ordering::SeqCst);
+        }
     }
 
     /// The waiter slept and a ring woke it (or a ring landed as it went to sleep):
@@ -460,9 +542,8 @@ impl Drop for Queued<'_> {
             let forward = match q.entries.iter().position(mine) {
                 Some(i) => {
                     q.entries.remove(i);
-                    self.bucket
-                        .announced
-                        .store(summary(&q.entries), Ordering::SeqCst);
+                    let announced = self.bucket.settled(&q.entries);
+                    self.bucket.announced.store(announced, Ordering::SeqCst);
                     false
                 }
                 // A notifier took the entry off: a wake this waiter does not

@@ -219,6 +219,75 @@ fn a_park_sleeps_on_a_spare_doorbell_once_nobody_else_holds_it() {
 }
 
 #[test]
+fn a_word_whose_waiter_parked_lets_its_next_waiters_skip_the_barrier() {
+    use crate::primitive::FENCED_IDLE_NOTIFIES;
+    let b = table::Bucket::new();
+    let (x, y) = (0x1000, 0x2000);
+    let park = |addr: usize| {
+        let q = b.announce_own(addr);
+        let fenced = q.fenced();
+        if !fenced {
+            q.barrier_done();
+        }
+        (q, fenced)
+    };
+
+    // The first park runs its barrier and marks the bucket; a notifier takes it.
+    let (mut first, fenced) = park(x);
+    assert!(!fenced);
+    assert_eq!(b.wake(x, park::ALL), 1);
+    first.consume();
+    drop(first);
+    // The next ones skip it, however many wakes find nobody parked in between.
+    for _ in 0..3 * FENCED_IDLE_NOTIFIES {
+        let (q, fenced) = park(x);
+        assert!(fenced);
+        drop(q);
+        assert_eq!(b.wake(x, park::ALL), 0);
+    }
+    // A wake of another word takes nothing and leaves the mark.
+    for _ in 0..2 * FENCED_IDLE_NOTIFIES {
+        assert_eq!(b.wake(y, park::ALL), 0);
+    }
+    assert!(park(x).1);
+    // A run of wakes of the word that find nobody parked clears it.
+    for _ in 0..FENCED_IDLE_NOTIFIES {
+        assert_eq!(b.wake(x, park::ALL), 0);
+    }
+    let (q, fenced) = park(x);
+    assert!(!fenced, "cleared by a run of idle wakes");
+    drop(q);
+
+    // A waiter of another word drops the mark; so do two words queued at once.
+    let (q, _) = park(x);
+    drop(q);
+    assert!(park(x).1);
+    let (qy, fenced) = park(y);
+    assert!(!fenced);
+    drop(qy);
+    let (q, fenced) = park(x);
+    assert!(!fenced, "another word's waiter took the mark");
+    let (qy, fenced) = park(y);
+    assert!(!fenced);
+    drop((q, qy));
+    assert!(!park(x).1, "no mark while two words were queued");
+
+    // A waiter whose entry a notifier took before its barrier ended sets no mark,
+    // even with another waiter of the word queued by then (the bucket was empty
+    // in between, and a notifier may have looked).
+    assert!(!park(y).1);
+    let mut q = b.announce_own(x);
+    assert!(!q.fenced());
+    assert_eq!(b.wake(x, 1), 1);
+    let later = b.announce_own(x);
+    q.barrier_done();
+    q.consume();
+    drop((q, later));
+    assert!(!park(x).1);
+    assert_eq!(b.queued(x) + b.queued(y), 0);
+}
+
+#[test]
 fn the_table_is_32_kib_of_two_line_buckets_and_spreads_neighbouring_words() {
     assert_eq!(std::mem::size_of::<table::Bucket>(), 128);
     assert_eq!(std::mem::size_of::<table::Table>(), 32 * 1024);

@@ -40,7 +40,10 @@ impl<'a, A: Atomic> Word<'a> for TableWord<'a, A> {
     ) -> Result<A::Value, Parked> {
         let addr = self.atomic as *const A as usize;
         let mut queued = self.bucket.announce_own(addr); // (3)
-        park::waiter_barrier();
+        if !queued.fenced() {
+            park::waiter_barrier();
+            queued.barrier_done();
+        }
         crate::primitive::loom_sc_fence();
         let v = self.atomic.load_acquire(); // (4)
         if pred(v) {

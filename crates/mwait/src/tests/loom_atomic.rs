@@ -1,6 +1,7 @@
 //! Loom model of waits on bare atomics through the waiter table: two words that
 //! share a bucket (the model's table has one), a wake of one that must reach a
-//! sleeper of its own word, and a 64-bit word whose high half alone changes.
+//! sleeper of its own word, a waiter that skips its barrier on a `FENCED` bucket,
+//! and a 64-bit word whose high half alone changes.
 //!
 //! Run with `RUSTFLAGS="--cfg mwait_loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p mwait
 //! --release --lib -- tests::loom_atomic` (`cargo xtask test` does). A lost wake-up shows as a
@@ -74,6 +75,31 @@ fn wakes_of_one_hand_each_token_to_a_sleeper() {
         t1.join().unwrap();
         t2.join().unwrap();
         assert_eq!(tokens.load(Ordering::Relaxed), 0);
+    });
+}
+
+#[test]
+fn a_waiter_that_skips_its_barrier_on_a_fenced_bucket_sees_every_value() {
+    // The waiter waits for each of three values in turn: once a park of its has
+    // marked the bucket `FENCED` (after its barrier), its later parks skip theirs,
+    // while the notifier's wakes that find it awake count towards clearing the bit
+    // (two in a row in the model).
+    model(|| {
+        let x = Arc::new(AtomicU32::new(0));
+        let w = x.clone();
+        let t = thread::spawn(move || {
+            let mut v = 0;
+            while v < 3 {
+                v = atomic::wait(&*w, v);
+            }
+            v
+        });
+        for v in 1..=3 {
+            x.store(v, Ordering::Release);
+            atomic::wake_all(&*x);
+        }
+        assert_eq!(t.join().unwrap(), 3);
+        assert_eq!(atomic::parked_waiters(&*x), 0);
     });
 }
 
