@@ -219,11 +219,11 @@ impl Adaptive {
         }
     }
 
-    /// Whether the next wait skips its spin, as [`spins`](Self::spins)`(false)`
-    /// would answer `false`, and with the same effect: the score is below the
+    /// Whether the next wait skips its spin, as [`grant`](Self::grant)`(false)`
+    /// would answer [`Grant::No`], and with the same effect: the score is below the
     /// threshold and no probe is due, and one wait of the gap is counted. Where a
     /// probe is due (or the score allows a spin) it writes nothing and answers
-    /// `false`, leaving the probe to the ladder's [`spins`](Self::spins).
+    /// `false`, leaving the probe to the ladder's [`grant`](Self::grant).
     #[inline]
     pub(crate) fn skip(&self) -> bool {
         if self.score() >= SCORE_SPIN_MIN {

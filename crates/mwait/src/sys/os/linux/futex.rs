@@ -60,14 +60,14 @@ fn woken(parked: Parked) -> Parked {
     parked
 }
 
-/// [`wait`] without a deadline where it sleeps in slices (see [`slice`]).
+/// [`wait`] without a deadline where it sleeps in slices (see [`slice()`]).
 #[cold]
 #[inline(never)]
 fn wait_in_slices(word: &AtomicU32, expected: u32, shared: bool) -> Parked {
     wait_with_deadline(word, expected, None, shared)
 }
 
-/// [`wait`] with a deadline, the caller's or a slice's (see [`slice`]).
+/// [`wait`] with a deadline, the caller's or a slice's (see [`slice()`]).
 #[inline(always)]
 fn wait_with_deadline(
     word: &AtomicU32,
