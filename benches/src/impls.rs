@@ -119,6 +119,29 @@ impl Signal for AtomicWait {
     }
 }
 
+/// `mwait::atomic` on a bare word: a store and `wake_all`, and `wait` on the value
+/// seen (the report name [`crate::atomic::NAME`]).
+#[derive(Default)]
+pub struct MwaitAtomic(AtomicU32);
+impl Signal for MwaitAtomic {
+    fn set(&self, v: u32) {
+        self.0.store(v, Ordering::Release);
+        mwait::atomic::wake_all(&self.0);
+    }
+    fn wait_ge(&self, v: u32) -> u32 {
+        loop {
+            let cur = self.0.load(Ordering::Acquire);
+            if cur >= v {
+                return cur;
+            }
+            mwait::atomic::wait(&self.0, cur);
+        }
+    }
+    fn word(&self) -> Option<&AtomicU32> {
+        Some(&self.0)
+    }
+}
+
 /// std `Mutex` + `Condvar`.
 #[derive(Default)]
 pub struct StdCondvar(Mutex<u32>, Condvar);
@@ -335,14 +358,18 @@ pub fn waitcell_tiers() -> Vec<(String, Make)> {
 }
 
 /// The mechanism with the report name `name` (a peer, `waitcell`, `waitcell-<tier>`
-/// for any tier, usable here or not, or `mwait-parker`, the raw parker of the
-/// clients section, for the ping-pongs only), built without asking the selection.
+/// for any tier, usable here or not, `mwait-parker`, the raw parker of the clients
+/// section, for the ping-pongs only, or `mwait-atomic`, a wait on a bare word
+/// through `mwait::atomic`), built without asking the selection.
 pub fn by_name(name: &str) -> Option<Make> {
     if let Some((_, make)) = peers().into_iter().find(|(n, _)| n == name) {
         return Some(make);
     }
     if name == "mwait-parker" {
         return Some(crate::clients::parker_signal);
+    }
+    if name == crate::atomic::NAME {
+        return Some(mk::<MwaitAtomic>);
     }
     forced(name.strip_prefix("waitcell-")?.parse().ok()?)
 }

@@ -22,7 +22,8 @@
 //!   of 500 ms visiting each named mechanism: the median over the rounds of the
 //!   waiter's CPU time per wake.
 //! - `long-wait-beside [ROUNDS [IMPL]]`: the `long_wait` comparison at three gaps
-//!   (200 µs, 1 ms, 5 ms): the default WaitCell's waiter (or `IMPL`'s) beside a
+//!   (200 µs, 1 ms, 5 ms): the default WaitCell's waiter (or that of `IMPL`, any
+//!   report name, `mwait-atomic` included) beside a
 //!   hand-written futex waiter, both pairs at once (`slow_producers_beside`), in
 //!   `ROUNDS` rounds per gap (8 unless given; 400 ms or 200 gaps, the longer) that
 //!   swap which pair runs on the calling thread; per round the two waiters' CPU per
@@ -138,11 +139,19 @@ use mwait_benches::{median, min_max, stats};
 use mwait_support::duration_ns;
 use std::time::{Duration, Instant};
 
+/// The mechanism named `name`: a peer or a tier usable here (`impls::all`), or one
+/// of the names only `impls::by_name` knows (`mwait-parker`, `mwait-atomic`).
 fn make(name: &str) -> Make {
     impls::all()
         .into_iter()
         .find(|(n, _)| n == name)
         .map(|(_, m)| m)
+        .or_else(|| {
+            [mwait_benches::atomic::NAME, "mwait-parker"]
+                .contains(&name)
+                .then(|| impls::by_name(name))
+                .flatten()
+        })
         .unwrap_or_else(|| panic!("no mechanism named {name}"))
 }
 
