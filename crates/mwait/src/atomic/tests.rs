@@ -218,19 +218,24 @@ fn a_park_sleeps_on_a_spare_doorbell_once_nobody_else_holds_it() {
     drop((decoy, decoys));
 }
 
+/// A park of `addr` on `b` as `TableWord::park` makes it, without the barrier
+/// itself: announced, and marking the bucket where it was not marked for `addr`.
+/// Returns the guard and whether the park found the mark.
+fn park_marking(b: &table::Bucket, addr: usize) -> (table::Queued<'_>, bool) {
+    let q = b.announce_own(addr);
+    let fenced = q.fenced();
+    if !fenced {
+        q.barrier_done();
+    }
+    (q, fenced)
+}
+
 #[test]
 fn a_word_whose_waiter_parked_lets_its_next_waiters_skip_the_barrier() {
     use crate::primitive::FENCED_IDLE_NOTIFIES;
     let b = table::Bucket::new();
     let (x, y) = (0x1000, 0x2000);
-    let park = |addr: usize| {
-        let q = b.announce_own(addr);
-        let fenced = q.fenced();
-        if !fenced {
-            q.barrier_done();
-        }
-        (q, fenced)
-    };
+    let park = |addr: usize| park_marking(&b, addr);
 
     // The first park runs its barrier and marks the bucket; a notifier takes it.
     let (mut first, fenced) = park(x);
@@ -257,6 +262,13 @@ fn a_word_whose_waiter_parked_lets_its_next_waiters_skip_the_barrier() {
     let (q, fenced) = park(x);
     assert!(!fenced, "cleared by a run of idle wakes");
     drop(q);
+}
+
+#[test]
+fn the_barrier_mark_is_dropped_by_another_word_and_never_set_out_of_the_queue() {
+    let b = table::Bucket::new();
+    let (x, y) = (0x1000, 0x2000);
+    let park = |addr: usize| park_marking(&b, addr);
 
     // A waiter of another word drops the mark; so do two words queued at once.
     let (q, _) = park(x);
