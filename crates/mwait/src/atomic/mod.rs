@@ -82,16 +82,16 @@
 //! ## A word that parks often: the `FENCED` bit
 //!
 //! A consumer fed every millisecond parks for every value, and a `membarrier` on
-//! each park would be most of what the park adds to a futex wait (`docs/design-notes.md`
-//! has the figures). So, as on a cell, a waiter that
-//! has run its barrier marks the announcement word `FENCED` with its tag, under the
-//! queue's lock, if its entry is still queued and every queued waiter waits on its
-//! tag. The mark stays, keeping its tag, while the queue holds waiters of that tag
-//! only or nobody; a write that queues a waiter of another tag, or of several,
-//! drops it. A waiter whose announcement (3) finds the mark for its own tag skips
-//! its barrier. A notifier whose (2) finds its word's tag, marked or not, takes the
-//! lock as before; one that finds another tag, or `EMPTY`, returns: a wake of another
-//! word of a marked bucket still costs one load.
+//! each park would be most of what the park adds to a futex wait
+//! (`docs/design-notes.md` has the figures). So, as on a cell, a waiter that has run
+//! its barrier marks the announcement word `FENCED` with its tag, under the queue's
+//! lock, if its entry is still queued and every queued waiter waits on its tag. The
+//! mark stays, keeping its tag, while the queue holds waiters of that tag only or
+//! nobody; a write that queues a waiter of another tag, or of several, drops it. A
+//! waiter whose announcement (3) finds the mark for its own tag skips its barrier.
+//! A notifier whose (2) finds its word's tag, marked or not, takes the lock as
+//! before; one that finds another tag, or `EMPTY`, returns: a wake of another word
+//! of a marked bucket still costs one load.
 //!
 //! Why no wake is lost. Let W wait on X and skip its barrier on the strength of a
 //! mark set by S, a waiter of X (the last marking before W's (3)), and let N be a

@@ -12,9 +12,9 @@
 //! Memory: [`BUCKETS`] buckets of 128 bytes (32 KiB), and per parked waiter one
 //! doorbell (a reference-counted allocation of a few words) and one queue entry
 //! (two words; a bucket's queue keeps the capacity its most crowded moment needed).
-//! A bucket keeps the doorbells of the last two waits on one word that parked in it,
-//! for the next: at most [`SPARES`] spare doorbells per bucket that ever held a
-//! waiter. Nothing per word.
+//! A bucket keeps the doorbells of the last waits on one word that parked in it, for
+//! the next: at most [`SPARES`] spare doorbells per bucket that ever held a waiter.
+//! Nothing per word.
 
 use crate::ladder::adapt::{Adaptive, Caught};
 use crate::ladder::stats::CellStats;
@@ -153,9 +153,9 @@ struct Waiters {
 
 /// Spare doorbells a bucket keeps. A notifier that took a waiter's entry holds its
 /// doorbell until its ring returns, and the woken waiter may park again before
-/// that: with two, its next park finds the one it slept on before that free (a
-/// single spare was still held at 230 of 600 parks of a consumer woken every
-/// 200 µs, which then allocated).
+/// that: with two, its next park finds the one it slept on before that free (with
+/// one, over a third of a slow producer's consumer's parks still allocated:
+/// `docs/design-notes.md`).
 const SPARES: usize = 2;
 
 /// The second line of a bucket.
@@ -235,7 +235,7 @@ impl Bucket {
                 announced: AtomicU32::new(EMPTY),
                 queue: Mutex::new(Waiters {
                     entries: Vec::new(),
-                    spares: [None, None],
+                    spares: [const { None }; SPARES],
                     idle: 0,
                 }),
                 learned: Learned {
