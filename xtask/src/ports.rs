@@ -116,18 +116,12 @@ pub fn cross_check(args: &[String]) -> Res {
     ));
     clippy(WINDOWS_TARGET)?;
     step(&format!("docs -D warnings, {WINDOWS_TARGET}"));
-    util::run(
-        cargo()
-            .args([
-                "doc",
-                "-p",
-                "mwait",
-                "--no-deps",
-                "--target",
-                WINDOWS_TARGET,
-            ])
-            .env("RUSTDOCFLAGS", "-D warnings"),
-    )?;
+    util::run(&mut util::strict_docs(&[
+        "-p",
+        "mwait",
+        "--target",
+        WINDOWS_TARGET,
+    ]))?;
     for (target, tier) in BUILT_ONLY {
         ensure_rust_target(target)?;
         step(&format!(

@@ -69,14 +69,7 @@ fn style_and_bindings() -> Res {
                 .args(["--all-targets", "--", "-D", "warnings"])
                 .env("CARGO_TARGET_DIR", &target_dir),
         )?;
-        util::run(
-            cargo()
-                .arg("doc")
-                .args(manifest)
-                .arg("--no-deps")
-                .env("CARGO_TARGET_DIR", &target_dir)
-                .env("RUSTDOCFLAGS", "-D warnings"),
-        )?;
+        util::run(util::strict_docs(&manifest).env("CARGO_TARGET_DIR", &target_dir))?;
     }
 
     // The drift check is this step, not a #[test]: it needs libclang, which this
@@ -206,29 +199,16 @@ fn loom_user() -> Res {
 /// Linux under qemu-user.
 fn docs_and_other_targets() -> Res {
     step("docs, -D warnings");
-    util::run(
-        cargo()
-            .args(["doc", "--workspace", "--no-deps"])
-            .env("RUSTDOCFLAGS", "-D warnings"),
-    )?;
+    util::run(&mut util::strict_docs(&["--workspace"]))?;
     // The crate's internals document one another through links (a constant's
     // reason, the function a rule lives in): a rename that leaves one dangling
     // fails here. Its own target directory keeps the public docs above as they are.
     step("the crate's private docs, -D warnings");
     util::run(
-        cargo()
-            .args([
-                "doc",
-                "-p",
-                "mwait",
-                "--no-deps",
-                "--document-private-items",
-            ])
-            .env(
-                "CARGO_TARGET_DIR",
-                project_root().join("target/private-docs"),
-            )
-            .env("RUSTDOCFLAGS", "-D warnings"),
+        util::strict_docs(&["-p", "mwait", "--document-private-items"]).env(
+            "CARGO_TARGET_DIR",
+            project_root().join("target/private-docs"),
+        ),
     )?;
 
     step("other targets compile (fallback ladders): aarch64 Linux, x86_64 macOS");

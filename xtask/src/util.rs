@@ -58,6 +58,17 @@ pub fn cargo() -> Command {
     c
 }
 
+/// `cargo doc --no-deps` with `args` (what to document, and how), every rustdoc
+/// warning an error.
+pub fn strict_docs(args: &[&str]) -> Command {
+    let mut c = cargo();
+    c.arg("doc")
+        .args(args)
+        .arg("--no-deps")
+        .env("RUSTDOCFLAGS", "-D warnings");
+    c
+}
+
 /// Whether `prog` is on the PATH.
 pub fn have(prog: &str) -> bool {
     Command::new("sh")
