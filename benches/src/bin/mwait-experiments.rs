@@ -23,8 +23,8 @@
 //!   waiter's CPU time per wake.
 //! - `long-wait-beside [ROUNDS [IMPL]]`: the `long_wait` comparison at three gaps
 //!   (200 µs, 1 ms, 5 ms): the default WaitCell's waiter (or that of `IMPL`, any
-//!   report name, `mwait-atomic` included) beside a
-//!   hand-written futex waiter, both pairs at once (`slow_producers_beside`), in
+//!   report name, `mwait-atomic` included) beside a hand-written futex waiter,
+//!   both pairs at once (`slow_producers_beside`), in
 //!   `ROUNDS` rounds per gap (8 unless given; 400 ms or 200 gaps, the longer) that
 //!   swap which pair runs on the calling thread; per round the two waiters' CPU per
 //!   wake and the share of each one's wakes that ran on its producer's CPU, and per
@@ -97,8 +97,8 @@
 //!   process's one-time work costs the cold figure.
 //! - `steady-park WAKES [parker|atomic] [timed]`: one waiter on one default WaitCell
 //!   (or `mwait::Parker`, or an `AtomicU32` through `mwait::atomic`) fed every
-//!   300 µs, each value only once the waiter has taken the last: `WAKES` waits that all park (`timed`: with a timeout of 60 s), and the
-//!   waiter's CPU per wake. Under `valgrind --tool=callgrind`, toggled on
+//!   300 µs, each value only once the waiter has taken the last: `WAKES` waits that
+//!   all park (`timed`: with a timeout of 60 s), and the waiter's CPU per wake. Under `valgrind --tool=callgrind`, toggled on
 //!   `*mwait_steady_wait*` (each wait, its first look included, in a function of its
 //!   own), the difference of two runs' counts over the difference of their `WAKES`
 //!   is the user-space instructions of a parked wait's path.
@@ -685,6 +685,13 @@ fn steady_park(wakes: u32, on: SteadyOn, timed: bool) {
             }
         })
     };
+    // The waits, each through `wait(i)`, the `i`th value taken once it returns.
+    let waits = |wait: &mut dyn FnMut(u32)| {
+        for i in 0..wakes {
+            wait(i);
+            taken.store(i + 1, Release);
+        }
+    };
     let cpu0 = mwait_support::thread_cpu_time();
     let feeder = match on {
         SteadyOn::Parker => {
@@ -704,10 +711,7 @@ fn steady_park(wakes: u32, on: SteadyOn, timed: bool) {
                     false => p.park(),
                 }
             }
-            for i in 0..wakes {
-                mwait_steady_wait_parker(&p, timed);
-                taken.store(i + 1, Release);
-            }
+            waits(&mut |_| mwait_steady_wait_parker(&p, timed));
             feeder
         }
         SteadyOn::Cell => {
@@ -727,10 +731,7 @@ fn steady_park(wakes: u32, on: SteadyOn, timed: bool) {
                     }
                 }
             }
-            for i in 0..wakes {
-                mwait_steady_wait_cell(&cell, i, timed);
-                taken.store(i + 1, Release);
-            }
+            waits(&mut |i| mwait_steady_wait_cell(&cell, i, timed));
             feeder
         }
         SteadyOn::Atomic => {
@@ -756,10 +757,7 @@ fn steady_park(wakes: u32, on: SteadyOn, timed: bool) {
                     }
                 }
             }
-            for i in 0..wakes {
-                mwait_steady_wait_atomic(&word, i, timed);
-                taken.store(i + 1, Release);
-            }
+            waits(&mut |i| mwait_steady_wait_atomic(&word, i, timed));
             feeder
         }
     };
