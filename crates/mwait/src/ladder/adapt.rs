@@ -21,6 +21,10 @@
 //! wait that skipped the spin but finished soon enough anyway (so a spin would have
 //! caught it) also counts as a success.
 //!
+//! A failed spin that parks learns when the change came from the notifier's stamp
+//! of its wake (the ladder's `Climb::finish`), not from a clock reading after the
+//! wake-up, which an idle spell makes cold and the wake-up latency makes late.
+//!
 //! Two facts about the moment of the wait override the score:
 //!
 //! - **We just unparked our partner.** A thread that stored into a cell, found a
@@ -58,11 +62,12 @@ const SCORE_SPIN_MIN: u32 = 128;
 const PROBE_MIN: u32 = 32;
 /// ...and each failed probe doubles the gap, up to this many waits.
 const PROBE_MAX: u32 = 1024;
-/// A failed spin whose wait went on for more than this many spin budgets after the
-/// spin gave up failed by far: spins two, four and eight times as long would have
-/// failed too. The halving of an ordinary failure assumes the next spin may well
-/// succeed; [`FAR_FAILURES_TO_STOP`] far ones in a row say the cell's changes come
-/// far apart (a producer every millisecond is two hundred 5 µs budgets away).
+/// A failed spin whose change came more than this many spin budgets after the spin
+/// gave up (the notifier's stamp of the wake says when) failed by far: spins two,
+/// four and eight times as long would have failed too. The halving of an ordinary
+/// failure assumes the next spin may well succeed; [`FAR_FAILURES_TO_STOP`] far ones
+/// in a row say the cell's changes come far apart (a producer every millisecond is
+/// two hundred 5 µs budgets away).
 pub(crate) const FAR_FAILURE_BUDGETS: u64 = 8;
 /// This many far failures in a row stop the spinning of a cell that a spin has paid
 /// off on before (the score drops below [`SCORE_SPIN_MIN`]), where four ordinary
@@ -401,12 +406,12 @@ impl Adaptive {
     }
 }
 
-/// Whether a spin that gave up at `failed_ns` with a budget of `spin_ns` failed by
-/// far: the change came (the waiter was woken) more than [`FAR_FAILURE_BUDGETS`]
-/// budgets later, by `now_ns`.
+/// Whether a spin judged against a budget of `spin_ns` failed by far: the change
+/// came `after_ns` after the spin gave up, more than [`FAR_FAILURE_BUDGETS`]
+/// budgets.
 #[inline]
-pub(crate) fn failed_by_far(failed_ns: u64, now_ns: u64, spin_ns: u64) -> bool {
-    now_ns.saturating_sub(failed_ns) > spin_ns.saturating_mul(FAR_FAILURE_BUDGETS)
+pub(crate) fn failed_by_far(after_ns: u64, spin_ns: u64) -> bool {
+    after_ns > spin_ns.saturating_mul(FAR_FAILURE_BUDGETS)
 }
 
 impl OnWake for Adaptive {

@@ -13,10 +13,12 @@
 //!   on one park in [`WAKE_SAMPLE_EVERY`] of each thread ([`wake_sample_due`])
 //!   among the ladder's parks. A wait that parks without the ladder on a cell
 //!   whose spins stopped (a slow producer's consumer) sizes no spin and measures
-//!   only while the window fills ([`wake_young`]); a cell's probes, which judge a
-//!   spin of the budget, measure every park. A sample is refused when the stamp is
-//!   older than the park (another wake's stamp), when the clock went backwards, and
-//!   when it lies outside [`WAKE_SAMPLE_MIN_NS`]`..=`[`WAKE_SAMPLE_MAX_NS`].
+//!   only while the window fills ([`wake_young`]); a cell's probes, and the parks
+//!   after a failed spin, have every wake stamped, since they judge a spin by it
+//!   (`adapt.rs`), and sample as the ladder's parks do. A sample is refused when the
+//!   stamp is older than the park (another wake's stamp), when the clock went
+//!   backwards, and when it lies outside
+//!   [`WAKE_SAMPLE_MIN_NS`]`..=`[`WAKE_SAMPLE_MAX_NS`].
 //!   Timeouts and returns that never slept (`futex_wait`'s `EAGAIN`,
 //!   `Parked::Changed`) are not offered at all.
 //! - **The cost of one spin round**: [`LOADS_PER_CLOCK_READ`] loads and pauses plus

@@ -237,19 +237,21 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
         self.deadline.map_or(t, |d| t.min(d))
     }
 
-    /// The wait ends: learning how far the change came after a spin that failed (a
-    /// wait woken from its sleep reads the clock for it: `adapt.rs`, far failures),
-    /// and from a wait that did not spin (did it end soon enough for a spin to have
-    /// caught it? Answered with the clock where the hardware tier ran, its start
-    /// being read anyway, else by whether the waiter ever slept in the kernel), then
-    /// [`end`].
+    /// Whether the park that follows a failed spin is judged from the notifier's
+    /// stamp of its wake ([`learn_failed_spin`](Self::learn_failed_spin)).
+    fn judges_park(&self) -> bool {
+        self.spin_failed_ns.is_some()
+    }
+
+    /// The wait ends: learning how far the change came after a spin that failed
+    /// ([`learn_failed_spin`](Self::learn_failed_spin)), and from a wait that did
+    /// not spin (did it end soon enough for a spin to have caught it? Answered with
+    /// the clock where the hardware tier ran, its start being read anyway, else by
+    /// whether the waiter ever slept in the kernel), then [`end`].
     fn finish(&self, value: ValueOf<'a, W>, ended: Ended) -> Outcome<ValueOf<'a, W>> {
         let learns = matches!(ended, Ended::Hardware | Ended::Park);
         if let Some(t) = self.spin_failed_ns.filter(|_| ended == Ended::Park) {
-            // Woken: the change came about now. A wait that never slept found it
-            // within the park tier's few hundred ns, near, and reads no clock.
-            let far = self.slept && adapt::failed_by_far(t, now_ns(), self.spin_ns);
-            self.cell.adapt.record_failed_wait(far);
+            self.learn_failed_spin(t);
         }
         if learns && self.pol.adaptive && !self.spun {
             let adapt = self.cell.adapt;
@@ -277,6 +279,27 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
                 slept: self.slept,
             },
         )
+    }
+
+    /// Learns when the change came after a spin that gave up at `failed_ns` and
+    /// parked (`adapt.rs`, far failures). A wait that never slept found it within
+    /// the park tier's few hundred ns: near, and no clock is read. A woken one takes
+    /// the notifier's stamp of the wake, which its park asked for
+    /// (`park::Measure::Stamp`), or reads the clock where no stamp is newer than the
+    /// spin (a wake that its notifier did not stamp): after an idle spell the
+    /// clock's pages are cold, and the reading comes a wake-up latency after the
+    /// change.
+    fn learn_failed_spin(&self, failed_ns: u64) {
+        let adapt = self.cell.adapt;
+        if !self.slept {
+            adapt.record_failed_wait(false);
+            return;
+        }
+        let after = match self.word.wake_stamp().checked_sub(failed_ns) {
+            Some(after) => after,
+            None => now_ns().saturating_sub(failed_ns),
+        };
+        adapt.record_failed_wait(adapt::failed_by_far(after, self.spin_ns));
     }
 }
 

@@ -173,20 +173,24 @@ pub(super) fn park_tier<'a, W: Word<'a>>(
     if !c.pol.park {
         return no_park_tier(c, pred);
     }
-    let measure = Measure::sampled_unless(c.no_evidence);
+    let measure = if c.judges_park() {
+        Measure::Stamp
+    } else {
+        Measure::sampled_unless(c.no_evidence)
+    };
     let (value, ended) = park_until(c.word, c.cell, pred, c.deadline, measure, &mut c.slept);
     c.finish(value, ended)
 }
 
 /// A probe of a cell whose spins stopped (`adapt.rs`), made by a wait that would
-/// otherwise park at once: it parks, every park measuring its wake-up, and learns
+/// otherwise park at once: it parks, every park's wake stamped, and learns
 /// from the notifier's stamp of the wake that ended it (taken right after the
 /// change: `protocol::Sleepers::stamp_wake`) whether the change came within the
 /// spin budget of `start`, so that a spin would have caught it. A change that came
 /// before the waiter slept is caught, as in [`at_once`].
 ///
-/// The probe asks what a spin of the budget would have found, at the cost of two
-/// clock readings and the notifier's one, where the spin costs the budget itself:
+/// The probe asks what a spin of the budget would have found, at the cost of one
+/// clock reading and the notifier's one, where the spin costs the budget itself:
 /// a consumer fed every few milliseconds probes 32 waits after its spins stopped,
 /// then 64, 128 and up to 1024 waits apart, and each of those spins would be a whole
 /// budget (5 µs under a hypervisor) for nothing.
@@ -202,7 +206,7 @@ pub(super) fn probe<'a, W: Word<'a>>(
     let began = now_ns();
     cell.adapt.probe_begins();
     let mut slept = false;
-    let (value, ended) = park_until(word, cell, pred, deadline, Measure::Every, &mut slept);
+    let (value, ended) = park_until(word, cell, pred, deadline, Measure::Stamp, &mut slept);
     let before_sleep = ended == Ended::Park && !slept;
     let in_time = before_sleep
         || (ended == Ended::Park
@@ -228,14 +232,17 @@ pub(super) enum Measure {
     /// (`estimate::wake_young`): the parks of a wait that parks without the climb
     /// on a cell whose spins stopped ([`without_climb`]), a slow producer's
     /// consumer that woke and notified nobody since its last wait. It sizes no
-    /// spin, and nothing it learns sizes one: a cell's probes, which judge a spin
-    /// of the budget, measure every park. The ladder's parks keep sampling, those
-    /// that park at once included: a thread that woke its partner parks there,
+    /// spin, and nothing it learns sizes one: a cell's probes sample as the
+    /// ladder's parks do ([`Stamp`](Self::Stamp)). The ladder's parks keep
+    /// sampling, those that park at once included: a thread that woke its partner parks there,
     /// and the wake-ups such parks measure size the hand-off spin that brings a
     /// pair parking in turn back to spinning.
     Young,
-    /// Every one: a [`probe`]'s.
-    Every,
+    /// Those due for it, as [`Sampled`](Self::Sampled), and every one has the
+    /// notifier stamp its wake: a wait judged by when the change came (a
+    /// [`probe`]'s, or one whose spin failed: `Climb::finish`), which reads the
+    /// stamp and not the clock.
+    Stamp,
 }
 
 impl Measure {
@@ -279,14 +286,13 @@ fn park_until<'a, W: Word<'a>, P: FnMut(ValueOf<'a, W>) -> bool + ?Sized>(
         // after an idle spell the clock's pages are cold, and their misses would
         // cost an idle park more than the rest of mwait's path (`docs/clients.md`).
         // The parks that spin on evidence measure the wake-up latency, out of line.
-        let measured = match measure {
+        let sampled = match measure {
             Measure::Never => false,
-            Measure::Sampled => estimate::wake_sample_due(),
+            Measure::Sampled | Measure::Stamp => estimate::wake_sample_due(),
             Measure::Young => estimate::wake_young(),
-            Measure::Every => true,
         };
-        let parked = if measured {
-            park_measured(word, &mut |v| pred(v), deadline)
+        let parked = if sampled || measure == Measure::Stamp {
+            park_measured(word, &mut |v| pred(v), deadline, sampled)
         } else {
             let parked = word.park(&mut *pred, deadline);
             stamp::mark(Point::Withdrawn);
@@ -311,24 +317,26 @@ fn park_until<'a, W: Word<'a>, P: FnMut(ValueOf<'a, W>) -> bool + ?Sized>(
     }
 }
 
-/// One park of [`park_until`] that measures the wake-up latency (one in
-/// `WAKE_SAMPLE_EVERY`): out of the loop's body, which then holds one park, and one
-/// body for every predicate. It says so before it announces itself: only then does
-/// the notifier that wakes it stamp the wake.
+/// One park of [`park_until`] whose notifier stamps the wake, and that, where
+/// `sampled` (one park in `WAKE_SAMPLE_EVERY`), measures its wake-up latency with a
+/// clock reading on each side of its sleep: out of the loop's body, which then holds
+/// one park, and one body for every predicate. It says so before it announces
+/// itself: only then does the notifier that wakes it stamp the wake.
 #[cold]
 #[inline(never)]
 fn park_measured<'a, W: Word<'a>>(
     word: W,
     pred: &mut dyn FnMut(ValueOf<'a, W>) -> bool,
     deadline: Option<u64>,
+    sampled: bool,
 ) -> Result<ValueOf<'a, W>, Parked> {
     word.measure_wake(true);
-    let parked_ns = now_ns();
+    let parked_ns = if sampled { now_ns() } else { 0 };
     let parked = word.park(pred, deadline);
     stamp::mark(Point::Withdrawn);
     let stamp_ns = word.wake_stamp();
     word.measure_wake(false);
-    if parked == Err(Parked::Woken) {
+    if sampled && parked == Err(Parked::Woken) {
         let _ = estimate::offer_wake(stamp_ns, parked_ns, now_ns());
     }
     parked

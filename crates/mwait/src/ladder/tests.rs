@@ -181,6 +181,39 @@ fn waits_woken_far_after_their_failed_spins_stop_the_spinning() {
     );
 }
 
+/// The park after a failed spin learns when the change came from the notifier's
+/// stamp of its wake: on a cell that no spin has paid off on, a change far beyond
+/// the spin's budget stops the spinning, one nearer is an ordinary failure.
+#[test]
+fn a_failed_spin_is_judged_from_the_stamp_of_its_wake() {
+    // A wait on a new cell whose spin of `spin_ns` gave up `ago_ns` before it
+    // parked, woken from its sleep by a store from another thread, which stamped
+    // the wake: whether its next wait spins.
+    let judged = |spin_ns: u64, ago_ns: u64| {
+        (0..100)
+            .map(|_| {
+                let parts = Parts::new(0);
+                let cell = parts.waiter();
+                let o = std::thread::scope(|s| {
+                    s.spawn(|| parts.store_once_parked(1));
+                    let _ = (adapt::take_woke(), adapt::take_notified());
+                    let mut c = started(cell, policy(1_000, 0, true), None);
+                    c.spin_ns = spin_ns;
+                    c.spun = true;
+                    c.spin_failed_ns = Some(now_ns().saturating_sub(ago_ns));
+                    park::park_tier(&mut c, &mut |v| v == 1)
+                });
+                assert!(!o.slept || parts.sleepers.wake_stamp() != 0, "stamped");
+                (o.slept, parts.adapt.spins(false))
+            })
+            .find(|(slept, _)| *slept)
+            .map(|(_, spins)| spins)
+            .expect("a waiter that sleeps before the store")
+    };
+    assert!(!judged(2_000, 1_000_000), "far: stopped");
+    assert!(judged(1_000_000, 1_500_000), "not far: an ordinary failure");
+}
+
 #[test]
 fn a_policy_without_the_handoff_spin_ignores_and_forgets_a_wake() {
     let parts = Parts::new(0);

@@ -145,8 +145,8 @@ fn a_far_failure_stops_a_cell_that_no_spin_paid_off_on() {
 fn two_failures_by_far_in_a_row_stop_spinning() {
     let (budget, at) = (5_000, 1_000);
     let far = at + budget * FAR_FAILURE_BUDGETS + 1;
-    assert!(failed_by_far(at, far, budget));
-    assert!(!failed_by_far(at, far - 1, budget));
+    assert!(failed_by_far(far - at, budget));
+    assert!(!failed_by_far(far - 1 - at, budget));
     let a = Adaptive::new();
     a.record_spin(true);
     for _ in 0..2 {
