@@ -21,9 +21,14 @@
 //! wait that skipped the spin but finished soon enough anyway (so a spin would have
 //! caught it) also counts as a success.
 //!
-//! A failed spin that parks learns when the change came from the notifier's stamp
-//! of its wake (the ladder's `Climb::finish`), not from a clock reading after the
-//! wake-up, which an idle spell makes cold and the wake-up latency makes late.
+//! Until a spin has paid off on a cell ([`PAID_OFF`]), its spin is short
+//! (`estimate::UNPROVEN_SPIN_NS`): nothing says yet that its changes come near. The
+//! rest of the budget is judged rather than spun: a wait whose short spin fails
+//! parks with the notifier stamping its wake, and a change that came within the
+//! budget counts as a spin that caught it, so the cell's next wait spins its whole
+//! budget (the ladder's `Climb::finish`). Every failed spin that parks learns when
+//! the change came from that stamp, not from a clock reading after the wake-up, which
+//! an idle spell makes cold and the wake-up latency makes late.
 //!
 //! Two facts about the moment of the wait override the score:
 //!
@@ -80,11 +85,11 @@ pub(crate) const FAR_FAILURE_BUDGETS: u64 = 8;
 ///
 /// A cell that no spin has paid off on yet ([`PAID_OFF`] unset) stops at its first
 /// far failure: nothing says its changes ever come near, and a new cell fed every
-/// millisecond then pays one whole spin budget for nothing instead of two (the
-/// figures: `docs/design-notes.md`). A pair whose first wait failed far only
-/// because its partner started late gets spinning back at its first wait that ends
-/// before it sleeps (see [`Adaptive::record_unspun_wait`] and the ladder's
-/// `finish`).
+/// millisecond then pays one unproven spin for nothing
+/// (`estimate::UNPROVEN_SPIN_NS`) instead of two whole budgets (the figures:
+/// `docs/design-notes.md`). A pair whose first wait failed far only because its
+/// partner started late gets spinning back at its first wait that ends before it
+/// sleeps (see [`Adaptive::record_unspun_wait`] and the ladder's `finish`).
 pub(crate) const FAR_FAILURES_TO_STOP: u32 = 2;
 
 /// The bit of [`Adaptive`]'s `far` word that says a spin of the cell has paid off
@@ -187,6 +192,13 @@ impl Adaptive {
             parked_cpu: AtomicU32::new(u32::MAX),
             far: AtomicU16::new(0),
         }
+    }
+
+    /// Whether a spin has paid off on this cell ([`PAID_OFF`]): until then its spin
+    /// is the unproven one (`estimate::UNPROVEN_SPIN_NS`).
+    #[inline]
+    pub(crate) fn paid_off(&self) -> bool {
+        self.far.load(Relaxed) & PAID_OFF != 0
     }
 
     /// The score, in `0..=SCORE_MAX`.
@@ -344,9 +356,10 @@ impl Adaptive {
         }
     }
 
-    /// A probe that parks begins: forgets an earlier wake by a notifier on the
-    /// waiter's CPU, so that [`record_probe`](Self::record_probe) sees only one made
-    /// during this probe's sleep.
+    /// A park whose wait is judged from the notifier's stamp begins (a probe's, or
+    /// the park after an unproven spin): forgets an earlier wake by a notifier on
+    /// the waiter's CPU, so that [`record_probe`](Self::record_probe) sees only one
+    /// made during this park's sleep.
     #[inline]
     pub(crate) fn probe_begins(&self) {
         let word = self.far.load(Relaxed);
@@ -355,11 +368,12 @@ impl Adaptive {
         }
     }
 
-    /// Records a probe that parked ([`Grant::Probe`]): `in_time` whether the change
-    /// came within the spin budget, so that a spin would have caught it. A probe
-    /// woken by a notifier on the CPU it slept on records nothing more: that wake
-    /// counted as a failed spin already (`parked_woken`), and the partner answered
-    /// only because the waiter gave up its CPU, which a spin does not.
+    /// Records a probe that parked ([`Grant::Probe`]), or an unproven spin's park
+    /// judged in time: `in_time` whether the change came within the spin budget, so
+    /// that a spin would have caught it. A wait woken by a notifier on the CPU it
+    /// slept on records nothing more: that wake counted as a failed spin already
+    /// (`parked_woken`), and the partner answered only because the waiter gave up
+    /// its CPU, which a spin does not.
     #[inline]
     pub(crate) fn record_probe(&self, in_time: bool) {
         if self.far.load(Relaxed) & BESIDE == 0 {

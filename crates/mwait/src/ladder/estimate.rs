@@ -52,7 +52,12 @@
 //!   burns our own time slice);
 //! - the **hand-off spin**, after this thread woke the partner whose answer it now
 //!   waits for, is [`HANDOFF_WAKES`] wake-up latencies (the partner's wake-up, then the
-//!   window of the rule), at least the spin budget, at most [`HANDOFF_CEILING_NS`].
+//!   window of the rule), at least the spin budget, at most [`HANDOFF_CEILING_NS`];
+//! - a cell that no spin has paid off on yet spins the **unproven spin**,
+//!   [`UNPROVEN_SPIN_NS`] (at least the floor, at most the spin budget), and judges
+//!   the rest of the budget instead of spinning it: its park has the notifier stamp
+//!   the change, and a change within the budget counts as a spin that caught it
+//!   (`adapt.rs`, and the ladder's `Climb::finish`).
 //!
 //! The ceilings win over the floors. Until the first samples exist the prior is
 //! [`WAKE_PRIOR_NS`] and [`SPIN_ROUND_PRIOR_NS`]. Budgets are in time, never in
@@ -118,6 +123,17 @@ pub(crate) const HANDOFF_WAKES: u64 = 2;
 /// of 50 µs, the slowest in `docs/default-policy.md`, and the adaptive score turns it off
 /// where the partner still takes longer.
 pub(crate) const HANDOFF_CEILING_NS: u64 = 100_000;
+
+/// The spin of a cell that no spin has paid off on yet (`adapt.rs`): long enough for
+/// a partner on another core that answers at once (a cache line's round trip,
+/// 0.1–0.5 µs, and its reaction, as [`INLINE_SPIN_NS`]), where the spin budget is
+/// sized for a partner that takes up to a wake-up latency. Nothing says yet that the
+/// cell's changes come near, and the first wait of a cell fed every millisecond
+/// would spin a whole budget for nothing (5 µs under a hypervisor, more than the
+/// futex wait itself on the 2-vCPU guest); the rest of the budget is judged from
+/// the notifier's stamp of the wake, so a partner that answers within the budget
+/// costs one park, after which the cell spins its whole budget.
+pub(crate) const UNPROVEN_SPIN_NS: u64 = 1_000;
 
 /// How long the inline spin (the loads a wait makes in the caller's frame, before the
 /// ladder, on cells whose last spin caught the change) lasts: long enough for a
@@ -282,6 +298,8 @@ pub(crate) struct Budgets {
     pub(crate) spin_ns: u64,
     /// The spin right after this thread woke its partner.
     pub(crate) handoff_ns: u64,
+    /// The spin of a cell that no spin has paid off on yet.
+    pub(crate) unproven_ns: u64,
 }
 
 /// The rule of the module docs: budgets from a wake-up latency and a spin-round cost
@@ -304,6 +322,7 @@ pub(crate) fn budgets(wake_ns: Option<u64>, round_ns: Option<u64>, hypervisor: b
     Budgets {
         spin_ns,
         handoff_ns,
+        unproven_ns: spin_ns.min(floor.max(UNPROVEN_SPIN_NS)),
     }
 }
 

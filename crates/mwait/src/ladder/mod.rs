@@ -162,6 +162,8 @@ struct Climb<'a, W> {
     handoff: bool,
     /// The spin budget of this wait (0: no spin).
     spin_ns: u64,
+    /// The budget a failed spin is judged against ([`Start::judged_ns`]).
+    judged_ns: u64,
     /// Whether the CPU we would hold is free for us: spin and hardware tier allowed.
     can_help: bool,
     /// Whether the cell's last spin caught the change (then the run-queue gate does
@@ -197,6 +199,7 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
             caught,
             no_evidence,
             spin_ns,
+            judged_ns,
             probe: _,
         } = start;
         // Whether the CPU we would hold is needed by others. A wait that will spin
@@ -218,6 +221,7 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
             deadline,
             handoff,
             spin_ns: if can_help || handoff { spin_ns } else { 0 },
+            judged_ns,
             can_help,
             caught,
             spun: false,
@@ -288,7 +292,8 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
     /// (`park::Measure::Stamp`), or reads the clock where no stamp is newer than the
     /// spin (a wake that its notifier did not stamp): after an idle spell the
     /// clock's pages are cold, and the reading comes a wake-up latency after the
-    /// change.
+    /// change. A change within the budget the spin is judged against, where the spin
+    /// was shorter (an unproven cell's), counts as a spin that caught it.
     fn learn_failed_spin(&self, failed_ns: u64) {
         let adapt = self.cell.adapt;
         if !self.slept {
@@ -299,7 +304,12 @@ impl<'a, W: Word<'a>> Climb<'a, W> {
             Some(after) => after,
             None => now_ns().saturating_sub(failed_ns),
         };
-        adapt.record_failed_wait(adapt::failed_by_far(after, self.spin_ns));
+        let unspun = self.judged_ns.saturating_sub(self.spin_ns);
+        if unspun > 0 && after <= unspun {
+            adapt.record_probe(true);
+        } else {
+            adapt.record_failed_wait(adapt::failed_by_far(after, self.judged_ns));
+        }
     }
 }
 

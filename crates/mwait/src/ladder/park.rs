@@ -144,6 +144,7 @@ pub(crate) fn without_climb<P: FnMut(u32) -> bool + ?Sized>(
         caught: false,
         no_evidence: parker,
         spin_ns: 0,
+        judged_ns: 0,
         probe: false,
     };
     let measure = if parker {
@@ -174,6 +175,7 @@ pub(super) fn park_tier<'a, W: Word<'a>>(
         return no_park_tier(c, pred);
     }
     let measure = if c.judges_park() {
+        c.cell.adapt.probe_begins();
         Measure::Stamp
     } else {
         Measure::sampled_unless(c.no_evidence)

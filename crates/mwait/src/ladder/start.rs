@@ -38,27 +38,74 @@ pub(crate) fn inline_spin<W: Watched + ?Sized>(
     None
 }
 
+/// What a wait's spin is: how long it spins, the budget it is judged against, and
+/// whether the wait is a probe.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) struct Budget {
+    pub(super) spin_ns: u64,
+    pub(super) judged_ns: u64,
+    pub(super) probe: bool,
+}
+
+impl Budget {
+    /// A spin of `ns`, judged against `ns`.
+    pub(super) fn of(ns: u64, probe: bool) -> Budget {
+        Budget {
+            spin_ns: ns,
+            judged_ns: ns,
+            probe,
+        }
+    }
+
+    /// The spin that the rule's budgets `b` give a wait that `grant` lets spin or
+    /// probe: the hand-off spin after a hand-off, else the spin budget, of which a
+    /// wait on an `unproven` cell (no spin has paid off on it, and no hardware tier
+    /// follows) spins only the unproven spin, judged against the whole.
+    pub(super) fn from_rule(
+        b: &estimate::Budgets,
+        grant: Grant,
+        handoff: bool,
+        unproven: bool,
+    ) -> Budget {
+        let probe = grant == Grant::Probe;
+        if handoff {
+            Budget::of(b.handoff_ns, probe)
+        } else if unproven && !probe {
+            Budget {
+                spin_ns: b.unproven_ns,
+                judged_ns: b.spin_ns,
+                probe,
+            }
+        } else {
+            Budget::of(b.spin_ns, probe)
+        }
+    }
+}
+
 /// The spin budget of a wait under `pol` on `cell`, and whether the wait is a
 /// probe ([`Grant::Probe`]): the policy's own budget where it does not adapt; where
 /// the process's defaults say spin (it has more than one CPU), the measured wake-up
 /// latency (`estimate.rs`, "The rule"), or twice it for a hand-off, as the cell's
-/// adaptive score allows. The score is asked first: a wait that will not spin looks
-/// up no estimate.
-fn spin_budget(cell: Learning<'_>, pol: &Resolved, handoff: bool) -> (u64, bool) {
+/// adaptive score allows. An ordinary spin on a cell that no spin has paid off on
+/// yet spins the unproven spin and is judged against the whole budget, unless a
+/// hardware tier follows it (which would catch what the short spin misses, and end
+/// the wait before it could be judged). The score is asked first: a wait that will
+/// not spin looks up no estimate.
+fn spin_budget(cell: Learning<'_>, pol: &Resolved, handoff: bool) -> Budget {
     if !pol.adaptive {
-        return (pol.spin_ns, false);
+        return Budget::of(pol.spin_ns, false);
     }
     let grant = match pol.spin_ns {
         0 => Grant::No,
         _ => cell.adapt.grant(handoff),
     };
     if grant == Grant::No {
-        return (0, false);
+        return Budget::of(0, false);
     }
     // Never 0: the rule's budgets have a floor.
     let b = estimate::current(Capabilities::for_waits().hypervisor);
-    let ns = if handoff { b.handoff_ns } else { b.spin_ns };
-    (ns, grant == Grant::Probe)
+    let unproven = !pol.hw_wanted() && !cell.adapt.paid_off();
+    Budget::from_rule(&b, grant, handoff, unproven)
 }
 
 /// What a wait decides before it climbs, from what the climb reads first: the
@@ -76,6 +123,10 @@ pub(super) struct Start {
     pub(super) no_evidence: bool,
     /// The spin budget, before the run-queue gate (0: no spin).
     pub(super) spin_ns: u64,
+    /// The budget that a failed spin of this wait is judged against: `spin_ns`, or
+    /// the rule's whole budget where the cell spins the unproven spin
+    /// (`estimate::UNPROVEN_SPIN_NS`): a change within it counts as caught.
+    pub(super) judged_ns: u64,
     /// A probe of a cell whose spins stopped ([`Grant::Probe`]): where the wait
     /// would otherwise park at once, it parks and learns whether a spin of
     /// `spin_ns` would have caught the change ([`parks_to_probe`](Self::parks_to_probe)).
@@ -109,8 +160,8 @@ impl Start {
         // (`Learning::evidence_allows_spin`); without it the wait parks at once, and
         // neither the clock nor the run queue is read.
         let no_evidence = pol.adaptive && !cell.evidence_allows_spin(handoff || notified || caught);
-        let (spin_ns, probe) = if no_evidence {
-            (0, false)
+        let budget = if no_evidence {
+            Budget::of(0, false)
         } else {
             spin_budget(cell, pol, handoff)
         };
@@ -118,8 +169,9 @@ impl Start {
             handoff,
             caught,
             no_evidence,
-            spin_ns,
-            probe,
+            spin_ns: budget.spin_ns,
+            judged_ns: budget.judged_ns,
+            probe: budget.probe,
         }
     }
 

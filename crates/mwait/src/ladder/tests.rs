@@ -6,7 +6,7 @@ use crate::ladder::stats::WaitStats;
 use crate::primitive::AtomicU64;
 use crate::primitive::Ordering;
 use crate::sys::park::Parked;
-use adapt::Woke;
+use adapt::{Grant, Woke};
 use std::cell::Cell;
 
 /// A resolved policy for the ladder's tests: spin and hardware budgets, whether it
@@ -181,15 +181,55 @@ fn waits_woken_far_after_their_failed_spins_stop_the_spinning() {
     );
 }
 
+/// Until a spin has paid off on a cell, its ordinary spin is the unproven spin,
+/// judged against the whole budget; a hand-off, a probe and a paid-off cell spin the
+/// budget they are judged against.
+#[test]
+fn a_cell_no_spin_paid_off_on_spins_the_unproven_spin() {
+    let b = estimate::budgets(Some(25_000), Some(250), true);
+    assert!(b.unproven_ns < b.spin_ns);
+    // (grant, hand-off, unproven) and what the rule gives: (spin, judged, probe).
+    let cases = [
+        (
+            (Grant::Spin, false, true),
+            (b.unproven_ns, b.spin_ns, false),
+        ),
+        ((Grant::Spin, false, false), (b.spin_ns, b.spin_ns, false)),
+        (
+            (Grant::Spin, true, true),
+            (b.handoff_ns, b.handoff_ns, false),
+        ),
+        ((Grant::Probe, false, true), (b.spin_ns, b.spin_ns, true)),
+    ];
+    for ((grant, handoff, unproven), want) in cases {
+        let r = start::Budget::from_rule(&b, grant, handoff, unproven);
+        assert_eq!(
+            (r.spin_ns, r.judged_ns, r.probe),
+            want,
+            "{grant:?} {handoff} {unproven}"
+        );
+    }
+    // What the cell says: unproven until a spin pays off.
+    let parts = Parts::new(0);
+    assert!(!parts.adapt.paid_off());
+    parts.adapt.record_spin(false);
+    assert!(!parts.adapt.paid_off());
+    parts.adapt.record_spin(true);
+    assert!(parts.adapt.paid_off());
+}
+
 /// The park after a failed spin learns when the change came from the notifier's
-/// stamp of its wake: on a cell that no spin has paid off on, a change far beyond
-/// the spin's budget stops the spinning, one nearer is an ordinary failure.
+/// stamp of its wake: on a cell that no spin has paid off on, a change within the
+/// budget the short spin is judged against counts as caught (the next wait spins
+/// the whole budget), one far beyond it stops the spinning, one in between is an
+/// ordinary failure.
 #[test]
 fn a_failed_spin_is_judged_from_the_stamp_of_its_wake() {
-    // A wait on a new cell whose spin of `spin_ns` gave up `ago_ns` before it
-    // parked, woken from its sleep by a store from another thread, which stamped
-    // the wake: whether its next wait spins.
-    let judged = |spin_ns: u64, ago_ns: u64| {
+    // A wait on a new cell whose spin of 1 µs, judged against `judged_ns`, gave up
+    // `ago_ns` before it parked, woken from its sleep by a store from another
+    // thread, which stamped the wake: whether the cell is paid off then, and
+    // whether its next wait spins.
+    let judged = |judged_ns: u64, ago_ns: u64| {
         (0..100)
             .map(|_| {
                 let parts = Parts::new(0);
@@ -198,20 +238,26 @@ fn a_failed_spin_is_judged_from_the_stamp_of_its_wake() {
                     s.spawn(|| parts.store_once_parked(1));
                     let _ = (adapt::take_woke(), adapt::take_notified());
                     let mut c = started(cell, policy(1_000, 0, true), None);
-                    c.spin_ns = spin_ns;
+                    c.spin_ns = 1_000;
+                    c.judged_ns = judged_ns;
                     c.spun = true;
                     c.spin_failed_ns = Some(now_ns().saturating_sub(ago_ns));
                     park::park_tier(&mut c, &mut |v| v == 1)
                 });
                 assert!(!o.slept || parts.sleepers.wake_stamp() != 0, "stamped");
-                (o.slept, parts.adapt.spins(false))
+                (o.slept, parts.adapt.paid_off(), parts.adapt.spins(false))
             })
-            .find(|(slept, _)| *slept)
-            .map(|(_, spins)| spins)
+            .find(|(slept, _, _)| *slept)
+            .map(|(_, paid_off, spins)| (paid_off, spins))
             .expect("a waiter that sleeps before the store")
     };
-    assert!(!judged(2_000, 1_000_000), "far: stopped");
-    assert!(judged(1_000_000, 1_500_000), "not far: an ordinary failure");
+    assert_eq!(judged(60_000_000_000, 0), (true, true), "in time: paid off");
+    assert_eq!(judged(2_000, 1_000_000), (false, false), "far: stopped");
+    assert_eq!(
+        judged(1_000_000, 1_500_000),
+        (false, true),
+        "late, not far: an ordinary failure"
+    );
 }
 
 #[test]

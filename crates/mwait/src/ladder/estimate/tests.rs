@@ -97,7 +97,8 @@ fn budgets_follow_the_wake_latency_within_their_bounds() {
         b,
         Budgets {
             spin_ns: 5_000,
-            handoff_ns: 50_000
+            handoff_ns: 50_000,
+            unproven_ns: UNPROVEN_SPIN_NS,
         }
     );
     // Bare metal, 3 µs wake-ups: spin 3 µs, hand-off 6 µs.
@@ -106,7 +107,8 @@ fn budgets_follow_the_wake_latency_within_their_bounds() {
         b,
         Budgets {
             spin_ns: 3_000,
-            handoff_ns: 6_000
+            handoff_ns: 6_000,
+            unproven_ns: UNPROVEN_SPIN_NS,
         }
     );
     // Very fast wake-ups: the floor, and enough rounds for a slow PAUSE.
@@ -118,8 +120,15 @@ fn budgets_follow_the_wake_latency_within_their_bounds() {
         b,
         Budgets {
             spin_ns: SPIN_CEILING_NS,
-            handoff_ns: HANDOFF_CEILING_NS
+            handoff_ns: HANDOFF_CEILING_NS,
+            unproven_ns: UNPROVEN_SPIN_NS,
         }
+    );
+    // The unproven spin: at least the floor (four slow rounds), at most the budget.
+    assert_eq!(budgets(Some(300), Some(400), false).unproven_ns, 1_600);
+    assert_eq!(
+        budgets(Some(300), Some(40), false).unproven_ns,
+        SPIN_FLOOR_NS
     );
     // An absurd round cost cannot push the floor past the ceiling.
     assert_eq!(
