@@ -24,8 +24,14 @@ use crate::primitive::{
     TABLE_BUCKETS,
 };
 use crate::protocol::OnWake;
-use crate::sys::park::{self, Parked, Queue};
+use crate::sys::park;
 use std::sync::Arc;
+
+mod doorbell;
+mod queued;
+pub(crate) use doorbell::Doorbell;
+use doorbell::Entry;
+pub(crate) use queued::Queued;
 
 /// How many buckets the table has (`primitive::TABLE_BUCKETS`: 256, one in the loom
 /// model, where every pair of words then collides, the case the models check).
@@ -48,11 +54,6 @@ const EMPTY: u32 = 0;
 /// on one whose tag is this value): every wake of the bucket's words looks at the
 /// queue.
 const MANY: u32 = TAG;
-
-/// A doorbell nobody has rung.
-const ARMED: u32 = 0;
-/// A doorbell a notifier has taken off a queue (and rings, or has rung).
-const RUNG: u32 = 1;
 
 /// Most doorbells one notifier rings per pass over a bucket's queue: the bells are
 /// rung after the bucket's lock is released, so that no system call runs under it.
@@ -167,64 +168,6 @@ struct Learned {
     /// The clock reading of the last ring of a doorbell in this bucket (0: none yet),
     /// from which a woken waiter measures its wake-up latency. A statistic: relaxed.
     wake_stamp: std::sync::atomic::AtomicU64,
-}
-
-/// A parked waiter: the address it waits on and its doorbell.
-struct Entry {
-    addr: usize,
-    bell: Arc<Doorbell>,
-}
-
-impl Entry {
-    /// A notifier takes the entry off the queue (under the lock) and marks the bell.
-    fn take(self) -> Arc<Doorbell> {
-        self.bell.word.store(RUNG, Ordering::Release);
-        self.bell
-    }
-}
-
-/// The word one parked waiter sleeps on: [`ARMED`] until a notifier that takes its
-/// entry off a queue marks it [`RUNG`] under the queue's lock (and wakes its
-/// sleeper after the unlock); and the platform's per-word queue (empty but in the
-/// loom model). A waiter of several words has an entry with the same doorbell in
-/// each of their buckets, and a cell's notifier rings it through a waker (`any.rs`).
-#[derive(Debug)]
-pub(crate) struct Doorbell {
-    word: AtomicU32,
-    queue: Queue,
-}
-
-impl Doorbell {
-    pub(crate) fn new() -> Doorbell {
-        Doorbell {
-            word: AtomicU32::new(ARMED),
-            queue: Queue::new(),
-        }
-    }
-
-    /// Wakes the bell's sleeper, after [`Entry::take`] marked it. The sleeper
-    /// compares the word with `ARMED` atomically with its decision to sleep (the
-    /// platform's `wait` contract), so a ring that lands before it sleeps is not
-    /// lost.
-    fn ring(&self) {
-        park::wake(&self.queue, &self.word, 1, false);
-    }
-
-    /// Marks and rings the bell from outside any queue (a cell's waker).
-    pub(crate) fn mark_and_ring(&self) {
-        self.word.store(RUNG, Ordering::Release);
-        self.ring();
-    }
-
-    /// Whether a notifier has taken this waiter off the queue.
-    pub(crate) fn rung(&self) -> bool {
-        self.word.load(Ordering::Acquire) != ARMED
-    }
-
-    /// Sleeps until rung, until `deadline_ns`, or spuriously.
-    pub(crate) fn sleep(&self, deadline_ns: Option<u64>) -> Parked {
-        park::wait(&self.queue, &self.word, ARMED, deadline_ns, false)
-    }
 }
 
 impl Bucket {
@@ -404,7 +347,7 @@ impl Bucket {
         });
         let bell = match free {
             Some(bell) => {
-                bell.word.store(ARMED, Ordering::Relaxed);
+                bell.rearm();
                 bell
             }
             None => {
@@ -466,99 +409,5 @@ fn summary(q: &[Entry]) -> u32 {
         None => EMPTY,
         Some((first, rest)) if rest.iter().all(|e| e.addr == first.addr) => tag(first.addr),
         Some(_) => MANY,
-    }
-}
-
-/// A waiter's entry in its bucket's queue, withdrawn on drop (a panic of the
-/// predicate or of the barrier included). If a notifier took the entry off the
-/// queue and this waiter does not consume that wake (its re-check found the
-/// predicate true, its deadline passed, or it waits on several words and another
-/// one ended the wait), the drop passes a wake of one on to another waiter of the
-/// address, as a futex wake would have woken one that was asleep. (A wake of all
-/// that took the entry took every other entry of the address with it: the wake
-/// passed on then finds nobody, or a waiter that came later, which re-checks.)
-pub(crate) struct Queued<'a> {
-    bucket: &'a Bucket,
-    addr: usize,
-    /// The waiter's doorbell (taken by the drop).
-    bell: Option<Arc<Doorbell>>,
-    /// Whether the bell is the bucket's to keep as a spare ([`Bucket::announce_own`]).
-    own: bool,
-    /// Whether the announcement found the bucket [`FENCED`] for the waiter's tag:
-    /// the waiter may skip its barrier.
-    fenced: bool,
-    consumed: bool,
-}
-
-impl Queued<'_> {
-    /// The doorbell this waiter sleeps on.
-    pub(crate) fn bell(&self) -> &Arc<Doorbell> {
-        self.bell
-            .as_ref()
-            .expect("the bell is taken only when the guard drops")
-    }
-
-    /// Whether the waiter may skip the waiter barrier: its announcement (3) found the
-    /// bucket [`FENCED`] for its tag (see "A word that parks often" in `mod.rs`).
-    pub(crate) fn fenced(&self) -> bool {
-        self.fenced
-    }
-
-    /// After the waiter's barrier: marks the bucket [`FENCED`] for the waiter's tag,
-    /// so that the next waiters of the tag skip theirs, if the waiter is still
-    /// queued (no notifier took its entry) and every queued waiter waits on its tag.
-    pub(crate) fn barrier_done(&self) {
-        let t = tag(self.addr);
-        if t == MANY {
-            return;
-        }
-        let bell = self.bell();
-        let mut q = self.bucket.queue.lock();
-        let queued = q
-            .entries
-            .iter()
-            .any(|e| e.addr == self.addr && Arc::ptr_eq(&e.bell, bell));
-        if queued && summary(&q.entries) == t {
-            q.idle = 0;
-            self.bucket.announced.store(t | FENCED, Ordering::SeqCst);
-        }
-    }
-
-    /// The waiter slept and a ring woke it (or a ring landed as it went to sleep):
-    /// it consumes the wake.
-    pub(crate) fn consume(&mut self) {
-        self.consumed = true;
-    }
-}
-
-impl Drop for Queued<'_> {
-    fn drop(&mut self) {
-        let Some(bell) = self.bell.take() else {
-            return;
-        };
-        let forward = {
-            let mut q = self.bucket.queue.lock();
-            let mine = |e: &Entry| e.addr == self.addr && Arc::ptr_eq(&e.bell, &bell);
-            let forward = match q.entries.iter().position(mine) {
-                Some(i) => {
-                    q.entries.remove(i);
-                    let announced = self.bucket.settled(&q.entries);
-                    self.bucket.announced.store(announced, Ordering::SeqCst);
-                    false
-                }
-                // A notifier took the entry off: a wake this waiter does not
-                // consume goes on.
-                None => !self.consumed,
-            };
-            if self.own {
-                if let Some(slot) = q.spares.iter_mut().find(|s| s.is_none()) {
-                    *slot = Some(bell);
-                }
-            }
-            forward
-        };
-        if forward {
-            self.bucket.wake_slow(self.addr, 1);
-        }
     }
 }
