@@ -218,46 +218,60 @@ fn a_cell_no_spin_paid_off_on_spins_the_unproven_spin() {
     assert!(parts.adapt.paid_off());
 }
 
-/// The park after a failed spin learns when the change came from the notifier's
-/// stamp of its wake: on a cell that no spin has paid off on, a change within the
-/// budget the short spin is judged against counts as caught (the next wait spins
-/// the whole budget), one far beyond it stops the spinning, one in between is an
-/// ordinary failure.
+/// The park after a failed spin has the notifier stamp its wake, and the wait
+/// learns from that stamp when the change came: on a cell that no spin has paid off
+/// on, a spin of 1 µs judged against 1 ms pays off where the change came within the
+/// millisecond of its start, fails ordinarily up to eight milliseconds after it gave
+/// up, and stops the spinning beyond that.
 #[test]
 fn a_failed_spin_is_judged_from_the_stamp_of_its_wake() {
-    // A wait on a new cell whose spin of 1 µs, judged against `judged_ns`, gave up
-    // `ago_ns` before it parked, woken from its sleep by a store from another
-    // thread, which stamped the wake: whether the cell is paid off then, and
-    // whether its next wait spins.
-    let judged = |judged_ns: u64, ago_ns: u64| {
-        (0..100)
-            .map(|_| {
-                let parts = Parts::new(0);
-                let cell = parts.waiter();
-                let o = std::thread::scope(|s| {
-                    s.spawn(|| parts.store_once_parked(1));
-                    let _ = (adapt::take_woke(), adapt::take_notified());
-                    let mut c = started(cell, policy(1_000, 0, true), None);
-                    c.spin_ns = 1_000;
-                    c.judged_ns = judged_ns;
-                    c.spun = true;
-                    c.spin_failed_ns = Some(now_ns().saturating_sub(ago_ns));
-                    park::park_tier(&mut c, &mut |v| v == 1)
-                });
-                assert!(!o.slept || parts.sleepers.wake_stamp() != 0, "stamped");
-                (o.slept, parts.adapt.paid_off(), parts.adapt.spins(false))
-            })
-            .find(|(slept, _, _)| *slept)
-            .map(|(_, paid_off, spins)| (paid_off, spins))
-            .expect("a waiter that sleeps before the store")
+    // A real park, woken from its sleep by a store from another thread, with the
+    // whole budget a minute: stamped, and in time.
+    let parked = (0..100)
+        .map(|_| {
+            let parts = Parts::new(0);
+            let cell = parts.waiter();
+            let o = std::thread::scope(|s| {
+                s.spawn(|| parts.store_once_parked(1));
+                let _ = (adapt::take_woke(), adapt::take_notified());
+                let mut c = started(cell, policy(1_000, 0, true), None);
+                c.spin_ns = 1_000;
+                c.judged_ns = 60_000_000_000;
+                c.spun = true;
+                c.spin_failed_ns = Some(now_ns());
+                park::park_tier(&mut c, &mut |v| v == 1)
+            });
+            (o.slept, parts.sleepers.wake_stamp(), parts.adapt.paid_off())
+        })
+        .find(|(slept, _, _)| *slept)
+        .expect("a waiter that sleeps before the store");
+    assert!(parked.1 != 0, "the wake is stamped");
+    assert!(parked.2, "in time: paid off");
+    // The judgement of a stamp `after_ns` past the spin's end, the stamp set as a
+    // notifier's would be, so that no clock races the bounds: whether the cell is
+    // paid off then, and whether its next wait spins.
+    let judged = |after_ns: u64| {
+        const FAILED_NS: u64 = 1 << 40;
+        let parts = Parts::new(0);
+        let _ = (adapt::take_woke(), adapt::take_notified());
+        let mut c = started(parts.waiter(), policy(1_000, 0, true), None);
+        c.spin_ns = 1_000;
+        c.judged_ns = 1_000_000;
+        c.spun = true;
+        c.slept = true;
+        c.spin_failed_ns = Some(FAILED_NS);
+        parts.sleepers.set_wake_stamp(FAILED_NS + after_ns);
+        c.finish(1, Ended::Park);
+        (parts.adapt.paid_off(), parts.adapt.spins(false))
     };
-    assert_eq!(judged(60_000_000_000, 0), (true, true), "in time: paid off");
-    assert_eq!(judged(2_000, 1_000_000), (false, false), "far: stopped");
+    assert_eq!(judged(999_000), (true, true), "within the budget: paid off");
+    assert_eq!(judged(999_001), (false, true), "late: an ordinary failure");
     assert_eq!(
-        judged(1_000_000, 1_500_000),
+        judged(8_000_000),
         (false, true),
-        "late, not far: an ordinary failure"
+        "eight budgets: still ordinary"
     );
+    assert_eq!(judged(8_000_001), (false, false), "far: stopped");
 }
 
 #[test]

@@ -99,6 +99,13 @@ impl Sleepers {
         self.wake_stamp.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Sets the wake stamp, as a notifier's wake would (the ladder's tests).
+    #[cfg(all(test, not(mwait_loom)))]
+    pub(crate) fn set_wake_stamp(&self, ns: u64) {
+        self.wake_stamp
+            .store(ns, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Records the clock right before a `futex_wake` of this cell's sleepers, while
     /// a parked waiter measures its wake-up (the slow path only: it makes a system
     /// call anyway).
