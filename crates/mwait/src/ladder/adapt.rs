@@ -21,14 +21,10 @@
 //! wait that skipped the spin but finished soon enough anyway (so a spin would have
 //! caught it) also counts as a success.
 //!
-//! Until a spin has paid off on a cell ([`PAID_OFF`]), its spin is short
-//! (`estimate::UNPROVEN_SPIN_NS`): nothing says yet that its changes come near. The
-//! rest of the budget is judged rather than spun: a wait whose short spin fails
-//! parks with the notifier stamping its wake, and a change that came within the
-//! budget counts as a spin that caught it, so the cell's next wait spins its whole
-//! budget (the ladder's `Climb::finish`). Every failed spin that parks learns when
-//! the change came from that stamp, not from a clock reading after the wake-up, which
-//! an idle spell makes cold and the wake-up latency makes late.
+//! Until a spin has paid off on a cell ([`PAID_OFF`]) its spin is the unproven one,
+//! and the rest of its budget is judged from the notifier's stamp of the wake
+//! (`estimate.rs`, "The rule"); every failed spin that parks learns from that stamp
+//! when the change came (the ladder's `Climb::finish`).
 //!
 //! Two facts about the moment of the wait override the score:
 //!
@@ -52,11 +48,13 @@
 //! These are heuristics, not protocol: relaxed std atomics, racy read-modify-write
 //! is fine, and loom does not track them.
 
-use crate::policy::usable_cpus;
 use crate::protocol::OnWake;
 use crate::sys;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU16, AtomicU32, Ordering::Relaxed};
+
+mod caught;
+pub(crate) use caught::Caught;
 
 const SCORE_MAX: u32 = 1024;
 /// Below this score the spin is skipped: after 4 straight failures from the top, or
@@ -137,50 +135,6 @@ pub(crate) struct Adaptive {
     /// Far failures in a row (`FAR_FAILURE_BUDGETS`), up to `FAR_FAILURES_TO_STOP`,
     /// and the [`PAID_OFF`] and [`BESIDE`] bits.
     far: AtomicU16,
-}
-
-/// 1 while the last spin of the ladder on a cell caught the change (and no wait
-/// parked since): the next untimed wait may then spin its first loads inline, see
-/// [`Caught::inline_spin_ok`]. A wait caught in the park tier writes it twice (off,
-/// then on), so the cell keeps it away from the line that holds the state word, which
-/// the notifier loads on every notify.
-#[derive(Debug)]
-pub(crate) struct Caught(AtomicU32);
-
-impl Caught {
-    pub(crate) const fn new() -> Caught {
-        Caught(AtomicU32::new(0))
-    }
-
-    /// Whether a wait may spin its first loads inline, before the ladder: the last spin
-    /// of the ladder on this cell caught the change and no wait has parked since (a
-    /// spin that catches its partner is not stopped by the run queue's length, see
-    /// `load.rs`). One load, no clock.
-    #[inline(always)]
-    pub(crate) fn inline_spin_ok(&self) -> bool {
-        self.get()
-    }
-
-    /// Whether the cell's last spin caught the change (and no park came since).
-    #[inline(always)]
-    pub(crate) fn get(&self) -> bool {
-        self.0.load(Relaxed) != 0
-    }
-
-    /// Notes whether the ladder's spin caught the change (`false` also when a wait
-    /// parks). Stores only on a change. A cell that catches spins on whatever the
-    /// run-queue gate says, and never asks it (`load.rs`), so the process's count of
-    /// CPUs, which turns every automatic spin off where it is one, is settled here
-    /// first (`detect::process_cpus`; read once per process).
-    #[inline]
-    pub(crate) fn note(&self, caught: bool) {
-        if self.get() != caught {
-            if caught {
-                let _ = usable_cpus();
-            }
-            self.0.store(u32::from(caught), Relaxed);
-        }
-    }
 }
 
 impl Adaptive {
