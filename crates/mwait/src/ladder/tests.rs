@@ -260,7 +260,10 @@ fn a_failed_spin_is_judged_from_the_stamp_of_its_wake() {
         c.spun = true;
         c.slept = true;
         c.spin_failed_ns = Some(FAILED_NS);
-        parts.sleepers.set_wake_stamp(FAILED_NS + after_ns);
+        parts
+            .sleepers
+            .wake_stamp
+            .store(FAILED_NS + after_ns, std::sync::atomic::Ordering::Relaxed);
         c.finish(1, Ended::Park);
         (parts.adapt.paid_off(), parts.adapt.spins(false))
     };

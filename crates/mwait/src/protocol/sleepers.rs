@@ -37,10 +37,11 @@ pub(crate) struct Sleepers {
     pub(super) relay: AtomicU32,
     pub(super) registry: Registry,
     /// The notifier's clock reading right before its last `futex_wake` while a
-    /// waiter measured (0: none yet): written on the slow path only, read by a woken
-    /// waiter to measure its wake-up latency (`ladder::estimate`). A statistic:
-    /// relaxed std atomic, not modelled.
-    pub(super) wake_stamp: std::sync::atomic::AtomicU64,
+    /// waiter measured (0: none yet): written on the slow path only (and by the
+    /// ladder's tests, as a notifier would), read by a woken waiter to measure its
+    /// wake-up latency (`ladder::estimate`). A statistic: relaxed std atomic, not
+    /// modelled.
+    pub(crate) wake_stamp: std::sync::atomic::AtomicU64,
 }
 
 impl Sleepers {
@@ -97,13 +98,6 @@ impl Sleepers {
     #[inline]
     pub(crate) fn wake_stamp(&self) -> u64 {
         self.wake_stamp.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Sets the wake stamp, as a notifier's wake would (the ladder's tests).
-    #[cfg(all(test, not(mwait_loom)))]
-    pub(crate) fn set_wake_stamp(&self, ns: u64) {
-        self.wake_stamp
-            .store(ns, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Records the clock right before a `futex_wake` of this cell's sleepers, while
