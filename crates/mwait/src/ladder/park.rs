@@ -236,9 +236,9 @@ pub(super) enum Measure {
     /// consumer that woke and notified nobody since its last wait. It sizes no
     /// spin, and nothing it learns sizes one: a cell's probes sample as the
     /// ladder's parks do ([`Stamp`](Self::Stamp)). The ladder's parks keep
-    /// sampling, those that park at once included: a thread that woke its partner parks there,
-    /// and the wake-ups such parks measure size the hand-off spin that brings a
-    /// pair parking in turn back to spinning.
+    /// sampling, those that park at once included: a thread that woke its partner
+    /// parks there, and the wake-ups such parks measure size the hand-off spin that
+    /// brings a pair parking in turn back to spinning.
     Young,
     /// Those due for it, as [`Sampled`](Self::Sampled), and every one has the
     /// notifier stamp its wake: a wait judged by when the change came (a
