@@ -53,16 +53,17 @@ std::thread_local! {
 }
 
 /// The calling thread's set of [`PARKS`]: the address of its [`PARK_KEY`], hashed
-/// (Fibonacci hashing of the page number: thread-local blocks lie a stack apart,
-/// whatever the stacks' size, and the product's top bits differ for any such
+/// (Fibonacci hashing of the whole address: on Linux thread-local blocks lie a
+/// stack apart, whatever the stacks' size, and on Windows the loader allocates
+/// them from the heap, several to a page; the product's top bits differ for either
 /// spacing).
 #[inline]
 pub(super) fn park_shard() -> usize {
     const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
     // PARK_SHARDS is a power of two: its bits are the product's top ones.
     const BITS: u32 = PARK_SHARDS.trailing_zeros();
-    let page = PARK_KEY.with(|k| std::ptr::from_ref(k) as usize as u64) >> 12;
-    (page.wrapping_mul(GOLDEN) >> (u64::BITS - BITS)) as usize
+    let key = PARK_KEY.with(|k| std::ptr::from_ref(k) as usize as u64);
+    (key.wrapping_mul(GOLDEN) >> (u64::BITS - BITS)) as usize
 }
 
 // The hash yields PARK_SHARDS values only for a power of two.
