@@ -476,7 +476,9 @@ fn the_park_without_the_climb_waits_and_learns_as_the_ladder_does() {
 /// that wakes it stamps nothing. The ladder's parks measure one park in
 /// `WAKE_SAMPLE_EVERY` of their thread, the first included: on the same cell
 /// (where a wait with a note parks at once), under a policy without a spin, and
-/// after a spin.
+/// after a spin. A thread's first park, the sampled one, owes a stamp only where the
+/// store woke it from its sleep: one that finds the store at its re-check returns
+/// before the notifier stamps, so such a thread is run again.
 #[test]
 fn parks_without_the_climb_measure_only_while_the_estimate_is_young() {
     for _ in 0..filter::WINDOW {
@@ -491,8 +493,9 @@ fn parks_without_the_climb_measure_only_while_the_estimate_is_young() {
     }
     // On a fresh thread (its count of parks since the last sample at zero), one
     // way's waits on as many fresh cells as a sampling gap holds, each stored to
-    // once its waiter is counted: how many of the cells were stamped.
-    let stamped = |way: Way| {
+    // once its waiter is counted: how many of the cells were stamped, and whether
+    // the first wait slept.
+    let run = |way: Way| {
         std::thread::spawn(move || {
             let default = WaitPolicy::new();
             let pol = match way {
@@ -500,7 +503,7 @@ fn parks_without_the_climb_measure_only_while_the_estimate_is_young() {
                 Way::NoSpin => policy(0, 0, false),
                 Way::AfterSpin => policy(1_000, 0, false),
             };
-            let mut stamped = 0;
+            let (mut stamped, mut first_slept) = (0, None);
             for _ in 0..estimate::WAKE_SAMPLE_EVERY {
                 let parts = Parts::new(0);
                 if way != Way::AfterSpin {
@@ -521,11 +524,19 @@ fn parks_without_the_climb_measure_only_while_the_estimate_is_young() {
                 assert_eq!(lean, way == Way::WithoutClimb, "{way:?}");
                 assert_eq!((o.value, o.ended), (1, Ended::Park));
                 stamped += u32::from(parts.sleepers.wake_stamp() != 0);
+                first_slept.get_or_insert(o.slept);
             }
-            stamped
+            (stamped, first_slept == Some(true))
         })
         .join()
         .expect("the waiter does not panic")
+    };
+    let stamped = |way: Way| {
+        (0..100)
+            .map(|_| run(way))
+            .find(|&(_, first_slept)| first_slept)
+            .expect("a first waiter that sleeps before the store")
+            .0
     };
     assert_eq!(stamped(Way::WithoutClimb), 0, "without the climb");
     let ladder = [Way::StoppedCell, Way::NoSpin, Way::AfterSpin].map(stamped);
