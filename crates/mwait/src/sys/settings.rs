@@ -1,7 +1,8 @@
 //! The process's settings, below every layer that reads them: what code applied
 //! (`Settings::apply`, in `settings.rs`) and the variables of the environment that are
 //! not about the choice of backend (`MWAIT_STRICT`, `MWAIT_LOG`, `MWAIT_MEMBARRIER`),
-//! and the parser and report of every yes-or-no variable (`MWAIT_MOVE_APART` too).
+//! the parser and report of every yes-or-no variable (`MWAIT_MOVE_APART` too), and
+//! the report of a variable whose name misspells one of mwait's.
 //!
 //! A setting is read once per process, and a bad one is reported once, on stderr,
 //! in one line that names the variable, its value and what is used instead. The
@@ -52,11 +53,102 @@ pub(crate) fn apply(applied: Applied) -> Result<(), ()> {
     Ok(())
 }
 
-/// The applied settings, frozen from now on.
+/// The applied settings, frozen from now on. The first freeze also reports the
+/// variables whose names misspell one that mwait reads ([`report_misspelled`]);
+/// under `MWAIT_STRICT=1` every freeze refuses them, so that each wait that would
+/// make the choice panics, as with the other bad settings.
 pub(crate) fn freeze() -> Applied {
-    let mut s = state();
-    s.frozen = true;
-    s.applied.clone()
+    let (applied, first) = {
+        let mut s = state();
+        let first = !s.frozen;
+        s.frozen = true;
+        (s.applied.clone(), first)
+    };
+    if first || strict() {
+        report_misspelled();
+    }
+    applied
+}
+
+/// Every variable of the environment that mwait reads.
+const VARIABLES: [&str; 8] = [
+    "MWAIT_BACKEND",
+    "MWAIT_DISABLE",
+    "MWAIT_MEMBARRIER",
+    "MWAIT_LOG",
+    "MWAIT_STRICT",
+    "MWAIT_MOVE_APART",
+    "MWAIT_UNSAFE_FORCE",
+    "MWAIT_SELFTEST",
+];
+
+/// Reports, once per process, each variable of the environment whose name is not
+/// one of [`VARIABLES`] but a slip away from one ([`misspelled`]): a setting the
+/// user meant, which mwait would otherwise ignore without a word. Other names,
+/// those of programs that share the prefix too, are left alone. Under
+/// `MWAIT_STRICT=1` the first such name panics.
+fn report_misspelled() {
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        if let Some(meant) = misspelled(name) {
+            let problem = format!("{name} is not a variable mwait reads (did you mean {meant}?)");
+            refuse_or_warn(&format!("{problem}; it is ignored"), &problem);
+        }
+    }
+}
+
+/// The variable of [`VARIABLES`] that `name` misspells: none is `name` itself, its
+/// prefix is `MWAIT_` (ignoring case, or with two neighbouring letters swapped), and
+/// the nearest, ignoring case, is at most one edit away (two for a name of more
+/// than ten letters), an edit being a letter added, dropped, replaced, or two
+/// neighbours swapped. On Windows, whose variables' names ignore case, a name
+/// that differs only in case is the variable itself. The prefix keeps other
+/// programs' names out: `MAIL_DISABLE` is two edits from `MWAIT_DISABLE`.
+fn misspelled(name: &str) -> Option<&'static str> {
+    let upper = name.to_ascii_uppercase();
+    let known = if cfg!(windows) { upper.as_str() } else { name };
+    if VARIABLES.contains(&known) {
+        return None;
+    }
+    let prefix = upper.split('_').next().unwrap_or_default();
+    let mut letters = prefix.as_bytes().to_vec();
+    letters.sort_unstable();
+    if letters != b"AIMTW" || edits(prefix.as_bytes(), b"MWAIT") > 1 {
+        return None;
+    }
+    VARIABLES
+        .iter()
+        .map(|&known| (edits(upper.as_bytes(), known.as_bytes()), known))
+        .filter(|&(d, known)| d <= if known.len() > 10 { 2 } else { 1 })
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, known)| known)
+}
+
+/// The edits between `a` and `b`: letters added, dropped or replaced, and swaps of
+/// two neighbours (the restricted Damerau-Levenshtein distance).
+fn edits(a: &[u8], b: &[u8]) -> usize {
+    // The distances from a's prefixes of i-2 and i-1 letters to each prefix of b,
+    // then the row of i letters being filled.
+    let mut rows = [
+        vec![0; b.len() + 1],
+        (0..=b.len()).collect(),
+        vec![0; b.len() + 1],
+    ];
+    for i in 1..=a.len() {
+        let [before, last, row] = &mut rows;
+        row[0] = i;
+        for j in 1..=b.len() {
+            let replace = last[j - 1] + usize::from(a[i - 1] != b[j - 1]);
+            row[j] = replace.min(last[j] + 1).min(row[j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                row[j] = row[j].min(before[j - 2] + 1);
+            }
+        }
+        rows.rotate_left(1);
+    }
+    rows[1][b.len()]
 }
 
 /// Writes one line about a setting to stderr: `mwait: LINE`, in one `write` (so that
@@ -153,6 +245,72 @@ pub(crate) fn membarrier_wanted() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slip_in_a_variables_name_is_told_apart_from_another_name() {
+        for (name, meant) in [
+            ("MWAIT_DISABEL", "MWAIT_DISABLE"),
+            ("MWAIT_DISABLED", "MWAIT_DISABLE"),
+            ("MWAIT_BACKED", "MWAIT_BACKEND"),
+            ("MWIAT_BACKEND", "MWAIT_BACKEND"),
+            ("MWAIT_MEMBARIER", "MWAIT_MEMBARRIER"),
+            ("MWAIT_LOGS", "MWAIT_LOG"),
+            ("MWAIT_STRCT", "MWAIT_STRICT"),
+            ("MWAIT_MOVEAPART", "MWAIT_MOVE_APART"),
+            ("MWAIT_SELF_TEST", "MWAIT_SELFTEST"),
+            ("MWAIT_BCAKEDN", "MWAIT_BACKEND"),
+        ] {
+            assert_eq!(misspelled(name), Some(meant), "{name}");
+        }
+        // Case: the variable itself where names ignore it (Windows), else a slip.
+        let lower = if cfg!(windows) {
+            None
+        } else {
+            Some("MWAIT_LOG")
+        };
+        assert_eq!(misspelled("mwait_log"), lower);
+        for name in VARIABLES {
+            assert_eq!(misspelled(name), None, "{name}");
+        }
+        // Other programs' names, the test suite's and those too far from any.
+        for name in [
+            "MWAIT_HW_EXPECT",
+            "MWAIT_TEST_RUNNER",
+            "MWAIT_BENCH_STATS",
+            "MWAIT_STRESS_ROUNDS",
+            "MWAIT_DOG_FOOD",
+            "MWAIT_LOGGING",
+            "MWAIT_DIS",
+            "MAIL_DISABLE",
+            "WAIT_LOG",
+            "AWAIT_BACKEND",
+            "MWAITT_LOG",
+            "MWAIT",
+            "PATH",
+            "",
+        ] {
+            assert_eq!(misspelled(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn edits_count_additions_drops_replacements_and_swaps() {
+        for (a, b, n) in [
+            ("", "", 0),
+            ("", "abc", 3),
+            ("abc", "", 3),
+            ("abc", "abc", 0),
+            ("abc", "abd", 1),
+            ("abc", "ab", 1),
+            ("abc", "xabc", 1),
+            ("abc", "acb", 1),
+            ("abcd", "badc", 2),
+            ("kitten", "sitting", 3),
+        ] {
+            assert_eq!(edits(a.as_bytes(), b.as_bytes()), n, "{a} {b}");
+            assert_eq!(edits(b.as_bytes(), a.as_bytes()), n, "{b} {a}");
+        }
+    }
 
     #[test]
     fn yes_and_no_are_read_in_every_spelling_and_nothing_else() {

@@ -291,6 +291,35 @@ fn a_typo_in_mwait_disable_warns_once_and_waits() {
     assert_eq!(warnings(&out).len(), 1, "{out}");
 }
 
+/// A slip in a variable's name is reported in one line naming the variable meant;
+/// the waits work, with the setting left out. Other names that share the prefix
+/// are not mwait's business. `MWAIT_STRICT=1` makes the slip a panic.
+#[test]
+fn a_typo_in_a_variables_name_warns_once_and_waits() {
+    let (ok, out) = child(
+        "waits",
+        &[("MWAIT_DISABEL", "umwait"), ("MWAIT_OF_MY_OWN", "1")],
+    );
+    assert!(ok, "{out}");
+    assert!(out.contains("waits: ok"), "{out}");
+    assert_eq!(
+        warnings(&out),
+        [
+            "mwait: MWAIT_DISABEL is not a variable mwait reads (did you mean MWAIT_DISABLE?); \
+          it is ignored"
+        ],
+        "{out}"
+    );
+    let (ok, out) = child("wait", &[("MWAIT_BAKCEND", "spin"), ("MWAIT_STRICT", "1")]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains(
+            "mwait: MWAIT_BAKCEND is not a variable mwait reads (did you mean MWAIT_BACKEND?)"
+        ) && out.contains("MWAIT_STRICT=1"),
+        "{out}"
+    );
+}
+
 /// `MWAIT_STRICT=1` keeps the refusal: the first wait panics with the rule.
 #[test]
 fn strict_mode_refuses_a_bad_setting_at_the_first_wait() {
