@@ -89,6 +89,15 @@ impl Parts {
     }
 }
 
+/// The first of up to 100 runs of `run` whose waiter `slept`: a store made once
+/// the waiter is counted may come before it sleeps, and then it finds the value.
+fn until_slept<T>(run: impl FnMut(u32) -> T, slept: impl FnMut(&T) -> bool) -> T {
+    (0..100)
+        .map(run)
+        .find(slept)
+        .expect("a waiter that sleeps before the store")
+}
+
 #[test]
 fn a_wait_that_finds_the_change_in_the_park_tier_counts_as_caught() {
     let parts = Parts::new(1);
@@ -227,8 +236,8 @@ fn a_cell_no_spin_paid_off_on_spins_the_unproven_spin() {
 fn a_failed_spin_is_judged_from_the_stamp_of_its_wake() {
     // A real park, woken from its sleep by a store from another thread, with the
     // whole budget a minute: stamped, and in time.
-    let parked = (0..100)
-        .map(|_| {
+    let parked = until_slept(
+        |_| {
             let parts = Parts::new(0);
             let cell = parts.waiter();
             let o = std::thread::scope(|s| {
@@ -242,9 +251,9 @@ fn a_failed_spin_is_judged_from_the_stamp_of_its_wake() {
                 park::park_tier(&mut c, &mut |v| v == 1)
             });
             (o.slept, parts.sleepers.wake_stamp(), parts.adapt.paid_off())
-        })
-        .find(|(slept, _, _)| *slept)
-        .expect("a waiter that sleeps before the store");
+        },
+        |(slept, _, _)| *slept,
+    );
     assert!(parked.1 != 0, "the wake is stamped");
     assert!(parked.2, "in time: paid off");
     // The judgement of a stamp `after_ns` past the spin's end, the stamp set as a
@@ -349,8 +358,8 @@ fn a_probe_parks_and_learns_when_the_change_came() {
     // A probe woken from its sleep by a store from another thread, the budget
     // `budget_ns`: what it learnt, and whether it spun.
     let probe = |budget_ns: u64| {
-        (0..100)
-            .map(|_| {
+        until_slept(
+            |_| {
                 let parts = Parts::new(0);
                 stop_spinning(&parts.adapt);
                 while parts.adapt.skip() {}
@@ -375,9 +384,9 @@ fn a_probe_parks_and_learns_when_the_change_came() {
                     assert!(parts.adapt.spins(false));
                 }
                 (o.slept, (stats.spin, stats.park), gaps)
-            })
-            .find(|(slept, _, _)| *slept)
-            .expect("a waiter that sleeps before the store")
+            },
+            |(slept, _, _)| *slept,
+        )
     };
     let (_, counts, gaps) = probe(60_000_000_000);
     assert_eq!((counts, gaps), ((0, 1), [0, 0]), "in time: spinning again");
@@ -438,12 +447,7 @@ fn a_wait_that_parks_at_once_learns_as_the_climb_does() {
     // A woken wait: the store comes once the waiter is counted, which may be before
     // it sleeps (then it finds the value, as the first case does); each way is run
     // until its waiter slept.
-    let woken = |at_once| {
-        (0..100)
-            .map(|_| run(at_once, 0, None, true))
-            .find(|(o, _)| o.slept)
-            .expect("a waiter that sleeps before the store")
-    };
+    let woken = |at_once| until_slept(|_| run(at_once, 0, None, true), |(o, _)| o.slept);
     let cases = [(1, None, false), (0, Some(0), false)]
         .map(|(value, deadline, store)| {
             let a = run(true, value, deadline, store);
@@ -531,13 +535,7 @@ fn parks_without_the_climb_measure_only_while_the_estimate_is_young() {
         .join()
         .expect("the waiter does not panic")
     };
-    let stamped = |way: Way| {
-        (0..100)
-            .map(|_| run(way))
-            .find(|&(_, first_slept)| first_slept)
-            .expect("a first waiter that sleeps before the store")
-            .0
-    };
+    let stamped = |way: Way| until_slept(|_| run(way), |&(_, first_slept)| first_slept).0;
     assert_eq!(stamped(Way::WithoutClimb), 0, "without the climb");
     let ladder = [Way::StoppedCell, Way::NoSpin, Way::AfterSpin].map(stamped);
     assert_eq!(ladder, [1; 3], "the ladder's parks");
@@ -599,12 +597,7 @@ fn without_the_climb_against_the_ladder(parker: bool, timed: bool) {
     };
     // A woken wait may find the value before it sleeps; each way is run until it
     // learnt that it slept (it did not count as caught).
-    let woken = |lean| {
-        (0..100)
-            .map(|_| run(lean, 0))
-            .find(|(_, (_, caught, _))| !caught)
-            .expect("a waiter that sleeps before the store")
-    };
+    let woken = |lean| until_slept(|_| run(lean, 0), |(_, (_, caught, _))| !caught);
     let mut cases = vec![(run(true, 1), run(false, 1)), (run(true, 2), run(false, 2))];
     cases.push((woken(true), woken(false)));
     if timed {
