@@ -46,27 +46,31 @@ pub struct Barrier {
 }
 
 impl Barrier {
-    /// A barrier for `n` threads, with the default wait policy.
+    /// A barrier for `n` threads, with the default wait policy. A barrier of 0 is one
+    /// of 1, as `std::sync::Barrier::new(0)` is: each wait returns at once, as the
+    /// leader.
     ///
     /// # Panics
     ///
-    /// When `n` is 0 or above 65 535.
+    /// When `n` is above 65 535.
     ///
     /// # Examples
     ///
     /// ```
     /// let b = mwait::Barrier::new(1);
     /// assert!(b.wait(), "a barrier of one releases at once, as its leader");
+    /// let none = mwait::Barrier::new(0);
+    /// assert!(none.wait() && none.parties() == 1);
     /// ```
     pub fn new(n: u32) -> Barrier {
         Barrier::with_policy(n, WaitPolicy::new())
     }
 
-    /// A barrier whose waits use `policy`.
+    /// A barrier whose waits use `policy`; `n` as in [`new`](Self::new).
     ///
     /// # Panics
     ///
-    /// When `n` is 0 or above 65 535.
+    /// When `n` is above 65 535.
     ///
     /// # Examples
     ///
@@ -78,12 +82,12 @@ impl Barrier {
     /// ```
     pub fn with_policy(n: u32, policy: WaitPolicy) -> Barrier {
         assert!(
-            (1..=COUNT_MASK).contains(&n),
-            "mwait::Barrier: {n} parties; it takes 1 to {COUNT_MASK}"
+            n <= COUNT_MASK,
+            "mwait::Barrier: {n} parties; it takes at most {COUNT_MASK}"
         );
         Barrier {
             cell: WaitCell::with_policy(0, policy),
-            n,
+            n: n.max(1),
         }
     }
 
@@ -180,8 +184,17 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "it takes 1 to 65535")]
-    fn zero_parties_is_refused() {
-        let _ = Barrier::new(0);
+    fn zero_parties_is_one_as_in_std() {
+        let (ours, std) = (Barrier::new(0), std::sync::Barrier::new(0));
+        for _ in 0..3 {
+            assert_eq!(ours.wait(), std.wait().is_leader());
+        }
+        assert_eq!(ours.parties(), 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "it takes at most 65535")]
+    fn too_many_parties_is_refused() {
+        let _ = Barrier::new(COUNT_MASK + 1);
     }
 }
