@@ -238,12 +238,21 @@ const BESIDE_GAPS_US: [u64; 3] = [200, 1_000, 5_000];
 /// least this many gaps, so that a handful of wakes does not decide it.
 const BESIDE_WAKES: u32 = 100;
 
+/// waitcell's waiter beside a futex waiter at one producers' gap: the per-round
+/// ratios the target is judged on, and those of the same runs with a futex pair in
+/// waitcell's place, interleaved with them (what a mechanism's ratio to itself
+/// spreads over on this machine).
+struct Beside {
+    gap_us: u64,
+    ratios: Vec<f64>,
+    control: Vec<f64>,
+}
+
 /// A store every ~1 ms: the waiter's CPU and its wake latency, in interleaved
 /// rounds, then waitcell's waiter beside a futex waiter at the same time at each
 /// gap of [`BESIDE_GAPS_US`] (the target's comparison, see
-/// `scenarios::slow_producers_beside`); returns each gap with the per-round ratios
-/// of the second part.
-fn long_wait_table(o: &mut Out, ctx: &Ctx) -> Vec<(u64, Vec<f64>)> {
+/// `scenarios::slow_producers_beside`); returns the second part.
+fn long_wait_table(o: &mut Out, ctx: &Ctx) -> Vec<Beside> {
     let (all, rounds) = (&ctx.all, ctx.b.rounds);
     let mut long_cpu: Vec<Row> = Vec::new();
     let mut long_wake: Vec<Row> = Vec::new();
@@ -298,31 +307,38 @@ fn long_wait_table(o: &mut Out, ctx: &Ctx) -> Vec<(u64, Vec<f64>)> {
     beside
 }
 
-/// The report's table of waitcell's waiter beside a futex waiter, per gap.
-fn beside_table(o: &mut Out, ctx: &Ctx, beside: &[(u64, Vec<f64>)]) {
+/// The report's table of waitcell's waiter beside a futex waiter, per gap, with
+/// the futex-beside-futex control.
+fn beside_table(o: &mut Out, ctx: &Ctx, beside: &[Beside]) {
     md!(
         o,
         "\nwaitcell's waiter beside a futex waiter, both pairs at once (producers' stores \
          half a gap apart), {} rounds of two runs at each gap (each at least {BESIDE_WAKES} \
          stores), each pair started second in one of them. The targets are judged on \
          these: across the interleaved rounds above, the host's wake-up path moves \
-         between a round of one and a round of the other.\n\n\
-         | a store every | waiter CPU, waitcell / futex | its range across rounds |\n\
-         | --- | ---: | ---: |",
+         between a round of one and a round of the other. The control runs a futex \
+         pair in waitcell's place, in the same rounds, taking turns with it: how far \
+         two waiters of one mechanism differ on this machine.\n\n\
+         | a store every | waiter CPU, waitcell / futex | its range across rounds | \
+         control: futex / futex | its range |\n\
+         | --- | ---: | ---: | ---: | ---: |",
         ctx.b.rounds
     );
-    for (gap_us, ratios) in beside {
-        let (lo, hi) = min_max(ratios);
+    for b in beside {
+        let ((lo, hi), (clo, chi)) = (min_max(&b.ratios), min_max(&b.control));
         md!(
             o,
-            "| {} | {:.2}x | {lo:.2}–{hi:.2}x |",
-            gap_text(*gap_us),
-            median(ratios)
+            "| {} | {:.2}x | {lo:.2}–{hi:.2}x | {:.2}x | {clo:.2}–{chi:.2}x |",
+            gap_text(b.gap_us),
+            median(&b.ratios),
+            median(&b.control)
         );
         o.json.push(format!(
-            "{{\"bench\": \"long_wait_beside\", \"gap_us\": {gap_us}, \"cpu_ratio\": {}, \"rounds\": {}}}",
-            num(median(ratios)),
-            ratios.len()
+            "{{\"bench\": \"long_wait_beside\", \"gap_us\": {}, \"cpu_ratio\": {}, \"control_ratio\": {}, \"rounds\": {}}}",
+            b.gap_us,
+            num(median(&b.ratios)),
+            num(median(&b.control)),
+            b.ratios.len()
         ));
     }
     md!(o);
@@ -335,8 +351,8 @@ pub fn long_wait(o: &mut Out, ctx: &Ctx) {
     for gap_us in BESIDE_GAPS_US {
         let ratios = beside
             .iter()
-            .find(|(g, _)| *g == gap_us)
-            .map_or(&[][..], |(_, r)| &r[..]);
+            .find(|b| b.gap_us == gap_us)
+            .map_or(&[][..], |b| &b.ratios[..]);
         o.target(in_process_target(
             &format!(
                 "long_wait waiter CPU <= 1.05x futex (beside it), a store every {}",
@@ -360,19 +376,33 @@ fn gap_text(gap_us: u64) -> String {
 /// For each gap of [`BESIDE_GAPS_US`], `rounds` rounds of waitcell's slow producer
 /// beside futex's, unpinned as above, each two runs with the pairs' order swapped:
 /// the ratio of the waiters' CPU times in each round
-/// (`scenarios::slow_producers_both_ways`). A run lasts the long_wait budget's
-/// share of a round, or [`BESIDE_WAKES`] gaps if that is longer.
-fn long_wait_beside(ctx: &Ctx) -> Vec<(u64, Vec<f64>)> {
+/// (`scenarios::slow_producers_both_ways`); and in each round the same with a futex
+/// pair in waitcell's place, before it in even rounds and after it in odd ones. A
+/// run lasts the long_wait budget's share of a round, or [`BESIDE_WAKES`] gaps if
+/// that is longer.
+fn long_wait_beside(ctx: &Ctx) -> Vec<Beside> {
     let (waitcell, futex) = (ctx.make("waitcell"), ctx.make("futex"));
     BESIDE_GAPS_US
         .iter()
         .map(|&gap_us| {
             let gap = Duration::from_micros(gap_us);
             let run = (ctx.b.long_wait / ctx.b.rounds).max(gap * BESIDE_WAKES);
-            let ratios = (0..ctx.b.rounds)
-                .map(|_| scenarios::slow_producers_both_ways(waitcell, futex, gap, run, None))
-                .collect();
-            (gap_us, ratios)
+            let mut b = Beside {
+                gap_us,
+                ratios: Vec::new(),
+                control: Vec::new(),
+            };
+            for r in 0..ctx.b.rounds {
+                let both = |make| scenarios::slow_producers_both_ways(make, futex, gap, run, None);
+                if r % 2 == 0 {
+                    b.control.push(both(futex));
+                    b.ratios.push(both(waitcell));
+                } else {
+                    b.ratios.push(both(waitcell));
+                    b.control.push(both(futex));
+                }
+            }
+            b
         })
         .collect()
 }
