@@ -129,6 +129,13 @@
 //!   median; then the two parkers' polls on two threads at once, each thread with a
 //!   parker of its own (the slower thread's figure, `ROUNDS` rounds per side in
 //!   turns), where a poll that writes a line the threads share would slow both.
+//! - `oversubscribed PAIRS [ROUNDS [NAMES...]]`: `PAIRS` ping-pongs at once, unpinned,
+//!   of each named mechanism (`waitcell futex` unless named) in turns, `ROUNDS` (8)
+//!   rounds of 500 ms: per mechanism the round trips per second of all pairs and
+//!   of the slowest pair (its share of all, 1/`PAIRS` where the scheduler is fair),
+//!   and the per-round ratios of both to the first mechanism's. With more pairs than half the CPUs, the process oversubscribes its own
+//!   machine, where a wait that spins (a hand-off spin after waking the partner
+//!   included) takes a CPU its partner may need.
 //!
 //! To get the "before" side of a comparison, copy this file into a checkout of the
 //! earlier commit (it uses only the harness's public functions) and run it there.
@@ -360,6 +367,75 @@ fn broadcast(names: &[&str], rounds: usize) {
             ratio(1)
         );
     }
+}
+
+fn oversubscribed(pairs: usize, rounds: usize, names: &[&str]) {
+    const RUN: Duration = Duration::from_millis(500);
+    // Per mechanism and round: the round trips per second of all pairs and of the
+    // slowest pair.
+    let mut per: Vec<Vec<[f64; 2]>> = vec![Vec::new(); names.len()];
+    for r in 0..rounds {
+        for k in (0..names.len()).map(|i| (i + r) % names.len()) {
+            let counts = pairs_at_once(make(names[k]), pairs, RUN);
+            let least = counts.iter().copied().min().unwrap_or(0);
+            let per_s = |n: u64| n as f64 / RUN.as_secs_f64();
+            per[k].push([per_s(counts.iter().sum()), per_s(least)]);
+        }
+    }
+    println!(
+        "{pairs} ping-pongs at once, unpinned, {rounds} rounds of {} ms:",
+        RUN.as_millis()
+    );
+    for (k, name) in names.iter().enumerate() {
+        let col = |i: usize| -> Vec<f64> { per[k].iter().map(|r| r[i]).collect() };
+        let ratios = |i: usize| -> Vec<f64> {
+            per[k]
+                .iter()
+                .zip(&per[0])
+                .map(|(r, b)| r[i] / b[i])
+                .collect()
+        };
+        let shares: Vec<f64> = per[k].iter().map(|r| r[1] / r[0]).collect();
+        let ((lo, hi), (llo, lhi)) = (min_max(&ratios(0)), min_max(&ratios(1)));
+        println!(
+            "{name}: all pairs {:.0} round trips/s, {:.2}x {first} ({lo:.2}–{hi:.2}x); \
+             the slowest pair {:.0}/s, {:.2}x {first}'s slowest ({llo:.2}–{lhi:.2}x), \
+             a share of {:.2} (medians over the rounds, ranges of the per-round ratios)",
+            median(&col(0)),
+            median(&ratios(0)),
+            median(&col(1)),
+            median(&ratios(1)),
+            median(&shares),
+            first = names[0],
+        );
+    }
+}
+
+/// `pairs` ping-pongs of `make` on threads of their own, unpinned, for `run`: each
+/// pair's round trips.
+fn pairs_at_once(make: Make, pairs: usize, run: Duration) -> Vec<u64> {
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let threads: Vec<_> = (0..pairs)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut pp = scenarios::PingPong::start_with(make, None, Duration::ZERO);
+                    let mut n = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        pp.round_trip();
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        std::thread::sleep(run);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        threads
+            .into_iter()
+            .map(|t| t.join().expect("ping-pong thread"))
+            .collect()
+    })
 }
 
 fn long_wait_beside(rounds: usize, name: &str) {
@@ -1333,6 +1409,19 @@ fn main() {
         ["long-wait-beside", n] => long_wait_beside(n.parse().expect("rounds"), "waitcell"),
         ["long-wait-beside", n, name] => long_wait_beside(n.parse().expect("rounds"), name),
         ["pattern-switch"] => pattern_switch(),
+        ["oversubscribed", n] => {
+            oversubscribed(n.parse().expect("pairs"), 8, &["waitcell", "futex"])
+        }
+        ["oversubscribed", n, rounds] => oversubscribed(
+            n.parse().expect("pairs"),
+            rounds.parse().expect("rounds"),
+            &["waitcell", "futex"],
+        ),
+        ["oversubscribed", n, rounds, ref names @ ..] => oversubscribed(
+            n.parse().expect("pairs"),
+            rounds.parse().expect("rounds"),
+            names,
+        ),
         ["spsc-placement"] => spsc_placement(10),
         ["spsc-placement", n] => spsc_placement(n.parse().expect("rounds")),
         ["stalled-pingpong", every] => stalled_pingpong(every.parse().expect("round trips")),
@@ -1402,7 +1491,8 @@ fn main() {
                  | interference-wake IMPL... | waiter-cpu GAP_US IMPL... \
                  | long-wait-beside [ROUNDS [IMPL]] \
                  | long-wait-trace pinned|unpinned|alone ROUNDS WAKES GAP_US [IMPL BESIDE] \
-                 | pattern-switch | spsc-placement [ROUNDS] | stalled-pingpong EVERY \
+                 | pattern-switch | oversubscribed PAIRS [ROUNDS [IMPL...]] \
+                 | spsc-placement [ROUNDS] | stalled-pingpong EVERY \
                  | atomic \
                  | broadcast ROUNDS IMPL... | executor WORKLOAD SIDE SECONDS \
                  | fresh-idle [WAIT_MS [ROUNDS]] | first-wake [PROCESSES [IMPL...]] \
