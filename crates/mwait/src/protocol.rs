@@ -904,13 +904,10 @@ fn ask_whether_trees_help() {
 /// `docs/design-notes.md`). The count is read once per process, by the first waiter
 /// that parks beside [`RELAY_FANOUT`] others (`MonitorLine::park`).
 /// The loom model takes the single marked wake unless a model asks for trees
-/// (`sys::model_wake_trees`), so that both paths are checked.
+/// (`sys::wake_trees`), so that both paths are checked.
 #[inline]
 fn trees_help() -> bool {
-    #[cfg(mwait_loom)]
-    return crate::sys::model_wake_trees();
-    #[cfg(not(mwait_loom))]
-    return crate::policy::usable_cpus() > RELAY_FANOUT as usize + 1;
+    crate::sys::wake_trees(|| crate::policy::usable_cpus() > RELAY_FANOUT as usize + 1)
 }
 
 /// Whether every thread asleep on this cell's value is in its parked count, so that a

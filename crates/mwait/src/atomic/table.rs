@@ -20,8 +20,8 @@ use crate::ladder::adapt::{Adaptive, Caught};
 use crate::ladder::stats::CellStats;
 use crate::ladder::Learning;
 use crate::primitive::{
-    const_fn_unless_loom, fence, loom_sc_fence, AtomicU32, Mutex, Ordering, FENCED_IDLE_NOTIFIES,
-    TABLE_BUCKETS,
+    array_of, const_fn_unless_loom, fence, loom_sc_fence, process_static, AtomicU32, Mutex,
+    Ordering, FENCED_IDLE_NOTIFIES, TABLE_BUCKETS,
 };
 use crate::protocol::OnWake;
 use crate::sys::park;
@@ -65,28 +65,18 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    #[cfg(not(mwait_loom))]
-    const fn new() -> Table {
-        Table {
-            buckets: [const { Bucket::new() }; BUCKETS],
-        }
-    }
-
-    #[cfg(mwait_loom)]
-    fn new() -> Table {
-        Table {
-            buckets: core::array::from_fn(|_| Bucket::new()),
+    const_fn_unless_loom! {
+        fn new() -> Table {
+            Table {
+                buckets: array_of![Bucket::new(); BUCKETS],
+            }
         }
     }
 }
 
-// The table lives as long as the process (a fresh one per execution of the loom
-// model, whose objects cannot outlive an execution).
-#[cfg(not(mwait_loom))]
-static TABLE: Table = Table::new();
-#[cfg(mwait_loom)]
-loom::lazy_static! {
-    static ref TABLE: Table = Table::new();
+process_static! {
+    /// The table, as long as the process lives.
+    static TABLE: Table = Table::new();
 }
 
 /// The bucket of the word at `addr`: the top bits of a Fibonacci hash of the

@@ -13,6 +13,26 @@ macro_rules! const_fn_unless_loom {
 }
 pub(crate) use const_fn_unless_loom;
 
+/// `N` values of `$value`, built at run time (loom's atomics have no `const`
+/// constructors).
+macro_rules! array_of {
+    ($value:expr; $n:expr) => {
+        core::array::from_fn(|_| $value)
+    };
+}
+pub(crate) use array_of;
+
+/// A `static` made afresh for each execution of a model, whose objects cannot
+/// outlive an execution.
+macro_rules! process_static {
+    ($(#[$meta:meta])* static $name:ident: $ty:ty = $init:expr;) => {
+        loom::lazy_static! {
+            $(#[$meta])* static ref $name: $ty = $init;
+        }
+    };
+}
+pub(crate) use process_static;
+
 /// The most loads a spin round makes between two looks at the clock: one, the model
 /// needs only to see the path.
 pub(crate) const SPIN_ROUND_LOADS_CAP: u32 = 1;

@@ -18,7 +18,7 @@ mod world;
 mod world;
 
 pub(crate) use world::{
-    compiler_fence, const_fn_unless_loom, fence, loom_sc_fence, spin_hint, yield_now, AtomicU32,
-    AtomicU64, Mutex, Ordering, FENCED_IDLE_NOTIFIES, RELAY_FANOUT, SPIN_ROUND_LOADS_CAP,
-    TABLE_BUCKETS,
+    array_of, compiler_fence, const_fn_unless_loom, fence, loom_sc_fence, process_static,
+    spin_hint, yield_now, AtomicU32, AtomicU64, Mutex, Ordering, FENCED_IDLE_NOTIFIES,
+    RELAY_FANOUT, SPIN_ROUND_LOADS_CAP, TABLE_BUCKETS,
 };

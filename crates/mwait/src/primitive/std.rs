@@ -11,6 +11,24 @@ macro_rules! const_fn_unless_loom {
 }
 pub(crate) use const_fn_unless_loom;
 
+/// `N` values of `$value`, built in a constant context (`$value` a constant
+/// expression here; the loom world builds its array at run time).
+macro_rules! array_of {
+    ($value:expr; $n:expr) => {
+        [const { $value }; $n]
+    };
+}
+pub(crate) use array_of;
+
+/// A `static` that lives as long as the process: a plain `static` with a constant
+/// initialiser (the loom world makes one per execution of a model).
+macro_rules! process_static {
+    ($(#[$meta:meta])* static $name:ident: $ty:ty = $init:expr;) => {
+        $(#[$meta])* static $name: $ty = $init;
+    };
+}
+pub(crate) use process_static;
+
 /// The most loads a spin round makes between two looks at the clock: unbounded (the
 /// tier's own count).
 pub(crate) const SPIN_ROUND_LOADS_CAP: u32 = u32::MAX;

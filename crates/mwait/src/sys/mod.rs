@@ -82,7 +82,22 @@ pub(crate) use os::park;
 pub(crate) use os::set_model_wake_trees;
 pub(crate) use os::{current_cpu, running_threads, usable_cpus, ThreadCpus};
 #[cfg(mwait_loom)]
-pub(crate) use os::{model_hardware, model_wake_trees, ModelHardware};
+pub(crate) use os::{model_hardware, ModelHardware};
+
+/// Whether a wake of every sleeper builds a wake tree (`protocol.rs`, "A wake
+/// tree"): as `machine` answers for this machine.
+#[cfg(not(mwait_loom))]
+#[inline]
+pub(crate) fn wake_trees(machine: impl FnOnce() -> bool) -> bool {
+    machine()
+}
+
+/// In the loom model, as the model asks (`os::model_wake_trees`), whatever the
+/// machine: the models check the single marked wake and the tree each.
+#[cfg(mwait_loom)]
+pub(crate) fn wake_trees(_machine: impl FnOnce() -> bool) -> bool {
+    os::model_wake_trees()
+}
 
 /// Outside the loom model there is no simulated hardware tier: its type is empty.
 #[cfg(not(mwait_loom))]
