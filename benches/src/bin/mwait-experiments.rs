@@ -129,13 +129,14 @@
 //!   median; then the two parkers' polls on two threads at once, each thread with a
 //!   parker of its own (the slower thread's figure, `ROUNDS` rounds per side in
 //!   turns), where a poll that writes a line the threads share would slow both.
-//! - `oversubscribed PAIRS [ROUNDS [NAMES...]]`: `PAIRS` ping-pongs at once, unpinned,
+//! - `oversubscribed PAIRS [ROUNDS [IMPL...]]`: `PAIRS` ping-pongs at once, unpinned,
 //!   of each named mechanism (`waitcell futex` unless named) in turns, `ROUNDS` (8)
 //!   rounds of 500 ms: per mechanism the round trips per second of all pairs and
 //!   of the slowest pair (its share of all, 1/`PAIRS` where the scheduler is fair),
-//!   and the per-round ratios of both to the first mechanism's. With more pairs than half the CPUs, the process oversubscribes its own
-//!   machine, where a wait that spins (a hand-off spin after waking the partner
-//!   included) takes a CPU its partner may need.
+//!   and the per-round ratios of both to the first mechanism's. With more pairs
+//!   than half the CPUs, the process oversubscribes its own machine, where a wait
+//!   that spins (a hand-off spin after waking the partner included) takes a CPU its
+//!   partner may need.
 //!
 //! To get the "before" side of a comparison, copy this file into a checkout of the
 //! earlier commit (it uses only the harness's public functions) and run it there.
@@ -414,14 +415,15 @@ fn oversubscribed(pairs: usize, rounds: usize, names: &[&str]) {
 /// `pairs` ping-pongs of `make` on threads of their own, unpinned, for `run`: each
 /// pair's round trips.
 fn pairs_at_once(make: Make, pairs: usize, run: Duration) -> Vec<u64> {
-    let stop = std::sync::atomic::AtomicBool::new(false);
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
         let threads: Vec<_> = (0..pairs)
             .map(|_| {
                 s.spawn(|| {
                     let mut pp = scenarios::PingPong::start_with(make, None, Duration::ZERO);
                     let mut n = 0u64;
-                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    while !stop.load(Relaxed) {
                         pp.round_trip();
                         n += 1;
                     }
@@ -430,7 +432,7 @@ fn pairs_at_once(make: Make, pairs: usize, run: Duration) -> Vec<u64> {
             })
             .collect();
         std::thread::sleep(run);
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        stop.store(true, Relaxed);
         threads
             .into_iter()
             .map(|t| t.join().expect("ping-pong thread"))
@@ -1409,18 +1411,13 @@ fn main() {
         ["long-wait-beside", n] => long_wait_beside(n.parse().expect("rounds"), "waitcell"),
         ["long-wait-beside", n, name] => long_wait_beside(n.parse().expect("rounds"), name),
         ["pattern-switch"] => pattern_switch(),
-        ["oversubscribed", n] => {
-            oversubscribed(n.parse().expect("pairs"), 8, &["waitcell", "futex"])
-        }
-        ["oversubscribed", n, rounds] => oversubscribed(
+        ["oversubscribed", n, ref rest @ ..] => oversubscribed(
             n.parse().expect("pairs"),
-            rounds.parse().expect("rounds"),
-            &["waitcell", "futex"],
-        ),
-        ["oversubscribed", n, rounds, ref names @ ..] => oversubscribed(
-            n.parse().expect("pairs"),
-            rounds.parse().expect("rounds"),
-            names,
+            rest.first().map_or(8, |r| r.parse().expect("rounds")),
+            match rest.get(1..) {
+                Some(names) if !names.is_empty() => names,
+                _ => &["waitcell", "futex"],
+            },
         ),
         ["spsc-placement"] => spsc_placement(10),
         ["spsc-placement", n] => spsc_placement(n.parse().expect("rounds")),
