@@ -17,7 +17,7 @@ pub(crate) use const_fn_unless_loom;
 /// constructors).
 macro_rules! array_of {
     ($value:expr; $n:expr) => {
-        core::array::from_fn(|_| $value)
+        core::array::from_fn::<_, { $n }, _>(|_| $value)
     };
 }
 pub(crate) use array_of;
