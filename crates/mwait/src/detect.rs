@@ -20,7 +20,6 @@ use crate::sys;
 use std::sync::OnceLock;
 
 mod display;
-#[cfg(target_arch = "x86_64")]
 mod leaves;
 
 /// CPU vendor, from CPUID leaf 0.
@@ -141,8 +140,6 @@ const MIDR_PATH: &str = "/sys/devices/system/cpu/cpu0/regs/identification/midr_e
 
 /// The AArch64 facts as read: the auxiliary vector's two capability words and the
 /// MIDR. All zero (and no MIDR) off AArch64 Linux; tests build recorded ones.
-// Read on every target but x86-64, whose detection is CPUID (its tests build them).
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Hwcaps {
     /// `getauxval(AT_HWCAP)`.
@@ -153,8 +150,6 @@ pub(crate) struct Hwcaps {
     pub midr: Option<u64>,
 }
 
-// x86-64 detects with CPUID and never reads these.
-#[cfg(not(target_arch = "x86_64"))]
 impl Hwcaps {
     /// This process's words (zero off AArch64 Linux) and CPU 0's MIDR.
     pub(crate) fn read() -> Hwcaps {
@@ -173,7 +168,6 @@ impl Hwcaps {
 }
 
 /// A hexadecimal number as sysfs writes it (`0x00000000410fd0c0`).
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 fn parse_hex(s: &str) -> Option<u64> {
     let s = s.trim();
     u64::from_str_radix(s.strip_prefix("0x").unwrap_or(s), 16).ok()
@@ -237,7 +231,6 @@ impl Capabilities {
 
     /// Capabilities of an AArch64 CPU from its auxiliary vector's words and MIDR.
     /// This is the pure part of AArch64 detection: tests feed it recorded words.
-    #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
     pub(crate) fn from_hwcaps(h: Hwcaps, os: OsFacts) -> Capabilities {
         Capabilities {
             event_stream: h.hwcap & HWCAP_EVTSTRM != 0,
@@ -273,16 +266,24 @@ fn dev_mwait_exists() -> bool {
     sys::host::exists("/dev/mwait")
 }
 
-/// No CPUID here: the auxiliary vector (AArch64 Linux; all zero elsewhere), read
-/// whole for the waits.
-#[cfg(not(target_arch = "x86_64"))]
 impl Capabilities {
+    /// What the waits read of this CPU's capabilities: CPUID where the architecture
+    /// has it, else the auxiliary vector (AArch64 Linux; all zero elsewhere), read
+    /// whole.
     fn native(os: OsFacts) -> Capabilities {
-        Capabilities::from_hwcaps(Hwcaps::read(), os)
+        match sys::x86::cpuid::this_cpu() {
+            Some(reader) => Capabilities::waits_from_cpuid(reader, os),
+            None => Capabilities::from_hwcaps(Hwcaps::read(), os),
+        }
     }
 
+    /// This CPU's details beside what the waits read: CPUID's descriptive leaves,
+    /// where there is CPUID (the auxiliary vector was read whole).
     fn with_details(self) -> Capabilities {
-        self
+        match sys::x86::cpuid::this_cpu() {
+            Some(reader) => self.with_details_from(reader),
+            None => self,
+        }
     }
 }
 

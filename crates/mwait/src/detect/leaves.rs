@@ -1,6 +1,6 @@
-//! Detection through CPUID, on the one architecture that has it: the
-//! [`Capabilities`] constructors that read it, and the fields that take more than one
-//! CPUID bit.
+//! Detection through CPUID: the [`Capabilities`] constructors that decode a reader
+//! (this CPU's on x86-64, a recorded dump in tests on any target), and the fields
+//! that take more than one CPUID bit.
 
 use super::{sys, Capabilities, OsFacts, Vendor};
 
@@ -66,16 +66,6 @@ impl Capabilities {
             tsc_hz_cpuid: sys::x86::cpuid::tsc_hz_from_cpuid(&r.raw),
             ..self
         }
-    }
-
-    /// What the waits read of this CPU's capabilities.
-    pub(super) fn native(os: OsFacts) -> Capabilities {
-        Capabilities::waits_from_cpuid(sys::x86::cpuid::native_reader(), os)
-    }
-
-    /// This CPU's details beside what the waits read.
-    pub(super) fn with_details(self) -> Capabilities {
-        self.with_details_from(sys::x86::cpuid::native_reader())
     }
 }
 

@@ -181,11 +181,12 @@ fn select_on_foreign_capabilities_only_plans() {
 }
 
 /// The recorded dumps, read as [`Capabilities::detect`] reads this CPU: what the
-/// waits read, then the details.
-#[cfg(target_arch = "x86_64")]
+/// waits read, then the details. The dumps are of x86-64 CPUs: a build for another
+/// architecture decodes them alike, and its plan offers none of their tiers.
 mod dumps {
     use super::*;
     use crate::detect::Vendor;
+    use crate::sys;
     use raw_cpuid::CpuIdResult;
     use std::collections::HashMap;
 
@@ -389,9 +390,14 @@ mod dumps {
         // Leaf 0x15: 24 MHz crystal x 216 / 2 (leaf 0x16's 2600 MHz base is not used).
         assert_eq!(caps.tsc_hz_cpuid, Some(2_592_000_000));
         assert!(caps.tsc_invariant);
-        assert_eq!(auto(&caps), Backend::Umwait);
+        assert_eq!(auto(&caps), built(Backend::Umwait));
         let sel = plan(&caps, &EnvConfig::default()).unwrap();
-        assert!(sel.reason.contains("WAITPKG"), "{}", sel.reason);
+        let why = if sys::HAS_X86_WAITS {
+            "WAITPKG"
+        } else {
+            NONE_BUILT
+        };
+        assert!(sel.reason.contains(why), "{}", sel.reason);
         assert_eq!(sel.defaults.spin_ns, SPIN_BUDGET_NS);
     }
 
@@ -404,7 +410,7 @@ mod dumps {
             caps.tsc_hz_cpuid, None,
             "AMD states no TSC rate: calibrated"
         );
-        assert_eq!(auto(&caps), Backend::Mwaitx);
+        assert_eq!(auto(&caps), built(Backend::Mwaitx));
     }
 
     #[test]
@@ -449,14 +455,24 @@ mod dumps {
         let mut dump = load("intel-sapphire-rapids");
         dump.get_mut(&(7, 0)).unwrap().ecx &= !(1 << 5);
         assert_eq!(auto(&caps_from(&dump, os(false))), Backend::Futex);
-        assert_eq!(auto(&caps_from(&dump, os(true))), kernel_shim_or_futex());
+        assert_eq!(auto(&caps_from(&dump, os(true))), built(Backend::Kernel));
     }
 
-    /// What a machine whose `/dev/mwait` is loaded picks without UMWAIT: the shim on
-    /// Linux, and the park ladder on every other OS, which has no such module.
-    fn kernel_shim_or_futex() -> Backend {
-        if cfg!(target_os = "linux") {
-            Backend::Kernel
+    /// The reason of a plan on a build that has none of the dumps' tiers.
+    const NONE_BUILT: &str = "no hardware wait is offered";
+
+    /// What a recorded machine that chooses `backend` chooses on this build: the
+    /// same where the build has the tier, else the park ladder (the x86 tiers exist
+    /// on x86-64 only, the kernel shim's calls on Linux x86-64 only).
+    fn built(backend: Backend) -> Backend {
+        let has = match backend {
+            Backend::Umwait | Backend::Mwaitx => sys::HAS_X86_WAITS,
+            Backend::Kernel => sys::HAS_DEV_MWAIT,
+            Backend::Wfe => sys::HAS_ARM_WAITS,
+            Backend::Spin | Backend::Futex => true,
+        };
+        if has {
+            backend
         } else {
             Backend::Futex
         }
@@ -475,10 +491,15 @@ mod dumps {
             )
             .unwrap()
         };
-        assert_eq!(with("umwait").backend, kernel_shim_or_futex());
+        assert_eq!(with("umwait").backend, built(Backend::Kernel));
         let sel = with("hw");
         assert_eq!(sel.backend, Backend::Futex);
-        assert!(sel.reason.contains("MWAIT_DISABLE"), "{}", sel.reason);
+        let why = if sys::HAS_X86_WAITS {
+            "MWAIT_DISABLE"
+        } else {
+            NONE_BUILT
+        };
+        assert!(sel.reason.contains(why), "{}", sel.reason);
     }
 
     #[test]

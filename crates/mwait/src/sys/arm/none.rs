@@ -8,8 +8,6 @@ use crate::primitive::{AtomicU32, AtomicU64};
 pub(crate) const AVAILABLE: bool = false;
 
 /// No auxiliary vector to read here: no AArch64 capability.
-// x86-64 detects with CPUID and never asks.
-#[cfg(not(target_arch = "x86_64"))]
 pub(crate) fn auxv_hwcaps() -> (u64, u64) {
     (0, 0)
 }

@@ -1,5 +1,6 @@
-//! Decoding CPUID leaves that both detection and the TSC code read (x86-64, the
-//! loom model included: CPUID is pure data).
+//! Decoding CPUID leaves that both detection and the TSC code read, and this CPU's
+//! reader. The decoding is pure data and builds on every target (tests decode
+//! recorded dumps anywhere); only x86-64 has a CPU to read.
 
 /// The TSC rate in Hz that CPUID states: leaf 0x15 (crystal × ratio; most Intel CPUs
 /// since Skylake), else leaf 0x16's base frequency; `None` when the CPU does not say
@@ -24,69 +25,90 @@ pub(crate) fn tsc_hz_from_cpuid<R: raw_cpuid::CpuIdReader>(raw: &R) -> Option<u6
     None
 }
 
-/// A CPUID reader that asks `inner` once per leaf and subleaf and answers repeats
-/// from `seen`, which its clones share. Under a hypervisor every CPUID instruction
-/// exits to it (4–10 µs apiece on the 2-vCPU guests), and detection, the
-/// barrier's checks, the details and the TSC code ask for some of the same leaves
-/// (raw-cpuid's decoder, which the details use, reads leaves 0 and 0x8000_0000 for
-/// itself), the first two in the first wait of a process, on the waiting thread's
-/// time (the figures: `docs/design-notes.md` and
-/// `docs/benchmarks.md`).
-#[derive(Clone)]
-pub(crate) struct Memo<'a, R> {
-    inner: R,
-    seen: &'a std::sync::Mutex<Vec<Answer>>,
+/// This CPU's CPUID reader, where the architecture has the instruction: x86-64's
+/// [`native_reader`]; `None` elsewhere (AArch64 detects through the auxiliary
+/// vector).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn this_cpu() -> Option<impl raw_cpuid::CpuIdReader> {
+    Some(native_reader())
 }
 
-/// A leaf and subleaf, and what the CPU answered.
-type Answer = ((u32, u32), raw_cpuid::CpuIdResult);
+/// No CPUID on this architecture.
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) fn this_cpu() -> Option<fn(u32, u32) -> raw_cpuid::CpuIdResult> {
+    None
+}
 
-impl<'a, R: raw_cpuid::CpuIdReader> Memo<'a, R> {
-    pub(crate) fn new(inner: R, seen: &'a std::sync::Mutex<Vec<Answer>>) -> Memo<'a, R> {
-        Memo { inner, seen }
+#[cfg(target_arch = "x86_64")]
+pub(crate) use native::native_reader;
+
+/// The instruction's reader, memoized: x86-64 only.
+#[cfg(target_arch = "x86_64")]
+mod native {
+    /// A CPUID reader that asks `inner` once per leaf and subleaf and answers repeats
+    /// from `seen`, which its clones share. Under a hypervisor every CPUID instruction
+    /// exits to it (4–10 µs apiece on the 2-vCPU guests), and detection, the
+    /// barrier's checks, the details and the TSC code ask for some of the same leaves
+    /// (raw-cpuid's decoder, which the details use, reads leaves 0 and 0x8000_0000 for
+    /// itself), the first two in the first wait of a process, on the waiting thread's
+    /// time (the figures: `docs/design-notes.md` and
+    /// `docs/benchmarks.md`).
+    #[derive(Clone)]
+    pub(crate) struct Memo<'a, R> {
+        inner: R,
+        seen: &'a std::sync::Mutex<Vec<Answer>>,
     }
-}
 
-impl<R: raw_cpuid::CpuIdReader> raw_cpuid::CpuIdReader for Memo<'_, R> {
-    fn cpuid2(&self, eax: u32, ecx: u32) -> raw_cpuid::CpuIdResult {
-        // The list holds plain answers that no panic can leave half-written.
-        let mut seen = self
-            .seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((_, r)) = seen.iter().find(|(k, _)| *k == (eax, ecx)) {
-            return *r;
+    /// A leaf and subleaf, and what the CPU answered.
+    type Answer = ((u32, u32), raw_cpuid::CpuIdResult);
+
+    impl<'a, R: raw_cpuid::CpuIdReader> Memo<'a, R> {
+        pub(crate) fn new(inner: R, seen: &'a std::sync::Mutex<Vec<Answer>>) -> Memo<'a, R> {
+            Memo { inner, seen }
         }
-        let r = self.inner.cpuid2(eax, ecx);
-        seen.push(((eax, ecx), r));
-        r
+    }
+
+    impl<R: raw_cpuid::CpuIdReader> raw_cpuid::CpuIdReader for Memo<'_, R> {
+        fn cpuid2(&self, eax: u32, ecx: u32) -> raw_cpuid::CpuIdResult {
+            // The list holds plain answers that no panic can leave half-written.
+            let mut seen = self
+                .seen
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some((_, r)) = seen.iter().find(|(k, _)| *k == (eax, ecx)) {
+                return *r;
+            }
+            let r = self.inner.cpuid2(eax, ecx);
+            seen.push(((eax, ecx), r));
+            r
+        }
+    }
+
+    /// This CPU's CPUID, each leaf and subleaf executed once per process (a [`Memo`]
+    /// over the instruction). The leaves read are the same on every CPU: none of their
+    /// per-CPU fields, such as leaf 1's APIC ID, is read.
+    #[cfg(not(miri))]
+    pub(crate) fn native_reader() -> impl raw_cpuid::CpuIdReader {
+        static SEEN: std::sync::Mutex<Vec<Answer>> = std::sync::Mutex::new(Vec::new());
+        Memo::new(raw_cpuid::CpuIdReaderNative, &SEEN)
+    }
+
+    /// This CPU's CPUID. Under Miri, which cannot execute the instruction, a CPU that
+    /// answers every leaf with zeros: no vendor, no leaves, so no hardware wait.
+    #[cfg(miri)]
+    pub(crate) fn native_reader() -> impl raw_cpuid::CpuIdReader {
+        |_leaf: u32, _subleaf: u32| raw_cpuid::CpuIdResult {
+            eax: 0,
+            ebx: 0,
+            ecx: 0,
+            edx: 0,
+        }
     }
 }
 
-/// This CPU's CPUID, each leaf and subleaf executed once per process (a [`Memo`]
-/// over the instruction). The leaves read are the same on every CPU: none of their
-/// per-CPU fields, such as leaf 1's APIC ID, is read.
-#[cfg(not(miri))]
-pub(crate) fn native_reader() -> impl raw_cpuid::CpuIdReader {
-    static SEEN: std::sync::Mutex<Vec<Answer>> = std::sync::Mutex::new(Vec::new());
-    Memo::new(raw_cpuid::CpuIdReaderNative, &SEEN)
-}
-
-/// This CPU's CPUID. Under Miri, which cannot execute the instruction, a CPU that
-/// answers every leaf with zeros: no vendor, no leaves, so no hardware wait.
-#[cfg(miri)]
-pub(crate) fn native_reader() -> impl raw_cpuid::CpuIdReader {
-    |_leaf: u32, _subleaf: u32| raw_cpuid::CpuIdResult {
-        eax: 0,
-        ebx: 0,
-        ecx: 0,
-        edx: 0,
-    }
-}
-
-#[cfg(test)]
+#[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
-    use super::Memo;
+    use super::native::Memo;
     use raw_cpuid::{CpuIdReader, CpuIdResult};
     use std::cell::Cell;
     use std::rc::Rc;
