@@ -444,8 +444,9 @@ mod rmw;
 mod wait;
 
 // The simulated monitor is not in the loom build.
-#[cfg(all(test, not(mwait_loom)))]
-mod simulated;
+crate::primitive::thread_tests! {
+    mod simulated;
+}
 
 #[cfg(test)]
 mod tests {

@@ -21,8 +21,9 @@ mod settings;
 #[cfg(all(unix, not(mwait_loom)))]
 mod shared;
 mod sys;
-#[cfg(all(test, mwait_loom))]
-mod tests;
+primitive::model_tests! {
+    mod tests;
+}
 mod thread;
 
 pub use backend::{Backend, CState};

@@ -388,11 +388,12 @@ impl MonitorLine {
         self.state.load(Ordering::Relaxed) & PARKED_MASK
     }
 
-    /// Whether the cell is `FENCED` right now (a snapshot), for the models that start
-    /// from either side of the bit.
-    #[cfg(all(test, mwait_loom))]
-    pub(crate) fn fenced(&self) -> bool {
-        self.state.load(Ordering::Relaxed) & FENCED != 0
+    crate::primitive::model_tests! {
+        /// Whether the cell is `FENCED` right now (a snapshot), for the models that
+        /// start from either side of the bit.
+        pub(crate) fn fenced(&self) -> bool {
+            self.state.load(Ordering::Relaxed) & FENCED != 0
+        }
     }
 
     // ---- The notify half ----

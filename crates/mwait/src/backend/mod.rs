@@ -30,11 +30,13 @@ pub(crate) mod kind;
 pub(crate) mod model;
 pub(crate) mod mwaitx;
 pub(crate) mod selftest;
-#[cfg(all(test, not(mwait_loom)))]
-pub(crate) mod sim;
 pub(crate) mod spin;
 pub(crate) mod umwait;
 pub(crate) mod wfe;
+// The one simulator, for the unit tests on real threads.
+crate::primitive::thread_tests! {
+    pub(crate) mod sim;
+}
 
 pub use cstate::{CState, C0_2_MIN_LATENCY_NS, C1_MIN_LATENCY_NS};
 pub use kind::{Backend, ParseBackendError};

@@ -42,6 +42,7 @@ pub(crate) mod word;
 
 use crate::backend::{spin, HardwareWait, HwWake, Watched};
 use crate::policy::{Resolved, WaitPolicy};
+use crate::primitive::thread_tests;
 use crate::protocol::sleepers::Sleepers;
 use crate::protocol::MonitorLine;
 use crate::sys::clock::now_ns;
@@ -356,18 +357,19 @@ fn ladder<'a, W: Word<'a>>(
     climb_word(word, learning, pred, deadline, pol, hw.as_ref())
 }
 
-/// The ladder of [`run`] on a cell with `hw` as its hardware tier: a simulated
-/// monitor (`backend/sim.rs`), which is how the tests run the whole ladder against
-/// monitors this machine does not have.
-#[cfg(all(test, not(mwait_loom)))]
-pub(crate) fn climb(
-    cell: Waiter<'_>,
-    pred: &mut dyn FnMut(u32) -> bool,
-    deadline: Option<u64>,
-    pol: Resolved,
-    hw: Option<&impl HardwareWait>,
-) -> Outcome {
-    climb_word(cell.word(), cell.learning(), pred, deadline, pol, hw)
+thread_tests! {
+    /// The ladder of [`run`] on a cell with `hw` as its hardware tier: a simulated
+    /// monitor (`backend/sim.rs`), which is how the tests run the whole ladder
+    /// against monitors this machine does not have.
+    pub(crate) fn climb(
+        cell: Waiter<'_>,
+        pred: &mut dyn FnMut(u32) -> bool,
+        deadline: Option<u64>,
+        pol: Resolved,
+        hw: Option<&impl HardwareWait>,
+    ) -> Outcome {
+        climb_word(cell.word(), cell.learning(), pred, deadline, pol, hw)
+    }
 }
 
 /// The ladder on any [`Word`] with `hw` as its hardware tier (the process's tier
@@ -496,5 +498,6 @@ fn hardware_tier<'a, W: Word<'a>>(
 }
 
 // The simulated monitor is not in the loom build.
-#[cfg(all(test, not(mwait_loom)))]
-mod tests;
+thread_tests! {
+    mod tests;
+}

@@ -33,6 +33,21 @@ macro_rules! process_static {
 }
 pub(crate) use process_static;
 
+/// Items of the unit tests that run on real threads: none in the model.
+macro_rules! thread_tests {
+    ($($item:item)*) => {};
+}
+pub(crate) use thread_tests;
+
+/// Items that only the loom models use (`crate::tests` and the accessors its models
+/// read): compiled for `cargo test` in this world.
+macro_rules! model_tests {
+    ($($item:item)*) => {
+        $(#[cfg(test)] $item)*
+    };
+}
+pub(crate) use model_tests;
+
 /// The most loads a spin round makes between two looks at the clock: one, the model
 /// needs only to see the path.
 pub(crate) const SPIN_ROUND_LOADS_CAP: u32 = 1;

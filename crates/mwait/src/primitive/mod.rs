@@ -18,7 +18,7 @@ mod world;
 mod world;
 
 pub(crate) use world::{
-    array_of, compiler_fence, const_fn_unless_loom, fence, loom_sc_fence, process_static,
-    spin_hint, yield_now, AtomicU32, AtomicU64, Mutex, Ordering, FENCED_IDLE_NOTIFIES,
-    RELAY_FANOUT, SPIN_ROUND_LOADS_CAP, TABLE_BUCKETS,
+    array_of, compiler_fence, const_fn_unless_loom, fence, loom_sc_fence, model_tests,
+    process_static, spin_hint, thread_tests, yield_now, AtomicU32, AtomicU64, Mutex, Ordering,
+    FENCED_IDLE_NOTIFIES, RELAY_FANOUT, SPIN_ROUND_LOADS_CAP, TABLE_BUCKETS,
 };

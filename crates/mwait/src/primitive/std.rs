@@ -29,6 +29,21 @@ macro_rules! process_static {
 }
 pub(crate) use process_static;
 
+/// Items of the unit tests that run on real threads (the simulated monitor, the
+/// ladder's test entry): compiled for `cargo test`; the loom world leaves them out.
+macro_rules! thread_tests {
+    ($($item:item)*) => {
+        $(#[cfg(test)] $item)*
+    };
+}
+pub(crate) use thread_tests;
+
+/// Items that only the loom models use: none in this world.
+macro_rules! model_tests {
+    ($($item:item)*) => {};
+}
+pub(crate) use model_tests;
+
 /// The most loads a spin round makes between two looks at the clock: unbounded (the
 /// tier's own count).
 pub(crate) const SPIN_ROUND_LOADS_CAP: u32 = u32::MAX;

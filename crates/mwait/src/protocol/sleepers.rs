@@ -128,9 +128,10 @@ impl Sleepers {
         )
     }
 
-    /// The platform's sleep queue (the loom models count its wakes).
-    #[cfg(all(test, mwait_loom))]
-    pub(crate) fn queue(&self) -> &Queue {
-        &self.queue
+    crate::primitive::model_tests! {
+        /// The platform's sleep queue (the loom models count its wakes).
+        pub(crate) fn queue(&self) -> &Queue {
+            &self.queue
+        }
     }
 }

@@ -80,8 +80,9 @@
 mod checks;
 mod helper;
 // The simulated monitor is not in the loom build.
-#[cfg(all(test, not(mwait_loom)))]
-mod tests;
+crate::primitive::thread_tests! {
+    mod tests;
+}
 
 use super::{Backend, HardwareWait};
 use crate::backend::CState;
