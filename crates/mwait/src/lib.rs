@@ -18,8 +18,9 @@ mod protocol;
 mod registry;
 mod select;
 mod settings;
-#[cfg(all(unix, not(mwait_loom)))]
-mod shared;
+sys::with_shared_memory! {
+    mod shared;
+}
 mod sys;
 primitive::model_tests! {
     mod tests;
@@ -36,8 +37,9 @@ pub use parker::{block_on, Parker, Unparker};
 pub use policy::{prepare, WaitPolicy};
 pub use select::{selection, try_selection, Selection};
 pub use settings::Settings;
-#[cfg(all(unix, not(mwait_loom)))]
-pub use shared::SharedCells;
+sys::with_shared_memory! {
+    pub use shared::SharedCells;
+}
 
 /// The types and constants that the root API's fields, arguments, results, errors
 /// and defaults name: what a caller needs to spell a [`Capabilities`] field, a

@@ -72,6 +72,15 @@ pub(crate) mod x86;
 #[cfg(all(unix, not(mwait_loom)))]
 pub(crate) mod anon_map;
 
+/// Declares items that need process-shared memory ([`anon_map`]): on Unix outside
+/// the loom model, and nowhere else.
+macro_rules! with_shared_memory {
+    ($($item:item)*) => {
+        $(#[cfg(all(unix, not(mwait_loom)))] $item)*
+    };
+}
+pub(crate) use with_shared_memory;
+
 #[cfg(not(mwait_loom))]
 pub(crate) use no_model::{model_hardware, ModelHardware};
 /// The failures unit tests inject into system calls (Linux's futex).
