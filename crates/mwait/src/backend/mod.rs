@@ -7,8 +7,8 @@
 //!    AArch64; `model.rs` in the loom model): the CPU stops issuing instructions
 //!    until the cell's line is written, an interrupt arrives or the tier's budget
 //!    ends; bounded in time as well;
-//! 3. **park**: sleep in the kernel until a notifier wakes us (`protocol.rs` announces
-//!    the sleeper, `sys::park` sleeps).
+//! 3. **park**: sleep in the kernel until a notifier wakes us (`protocol/parking.rs`
+//!    announces the sleeper, `sys::park` sleeps).
 //!
 //! `selftest/` checks, once per process, that a hardware tier behaves like a monitor
 //! before it is used; `sim.rs` (tests only) simulates monitors to test it against.

@@ -40,7 +40,7 @@ pub(crate) trait Word<'a>: Copy {
     fn measure_wake(self, _on: bool) {}
 }
 
-/// A `WaitCell`'s value as a [`Word`]: the protocol's park half (`protocol.rs`).
+/// A `WaitCell`'s value as a [`Word`]: the protocol's park half (`protocol/parking.rs`).
 #[derive(Copy, Clone)]
 pub(crate) struct CellWord<'a> {
     pub(crate) line: &'a MonitorLine,

@@ -1,10 +1,12 @@
 //! The park half's announcement is withdrawn however a park ends: a panic of the
 //! predicate, or a futex wait that fails (an injected failure).
 
+use super::parking::Announced;
 use super::*;
 use crate::primitive::FENCED_IDLE_NOTIFIES;
+use crate::registry::ASYNC_REGISTERED;
 use crate::sys::inject;
-use state::{IDLE_ONE, SKIPPED, WOKEN};
+use state::{announced, replaces_foreign_count, withdrawn, IDLE_MASK, IDLE_ONE, SKIPPED, WOKEN};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 fn cell() -> (MonitorLine, Sleepers) {
