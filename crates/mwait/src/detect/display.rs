@@ -7,8 +7,10 @@ use std::fmt;
 impl fmt::Display for Capabilities {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.fmt_cpu(f)?;
-        self.fmt_monitor(f)?;
-        self.fmt_tsc(f)?;
+        if sys::HAS_X86_WAITS || self.read_from_cpuid() {
+            self.fmt_monitor(f)?;
+            self.fmt_tsc(f)?;
+        }
         if sys::HAS_ARM_WAITS || self.event_stream || self.wfxt || self.midr.is_some() {
             self.fmt_arm(f)?;
         }
@@ -25,12 +27,18 @@ impl Capabilities {
             Vendor::Amd => "AMD".to_string(),
             Vendor::Other(s) => s.clone(),
         };
-        let (fam, model, step) = self.family_model_stepping;
-        writeln!(
-            f,
-            "cpu:               {vendor} {:?} (family {fam:#x}, model {model:#x}, stepping {step})",
-            self.brand
-        )?;
+        if self.read_from_cpuid() {
+            let (fam, model, step) = self.family_model_stepping;
+            writeln!(
+                f,
+                "cpu:               {vendor} {:?} (family {fam:#x}, model {model:#x}, stepping {step})",
+                self.brand
+            )?;
+        } else {
+            // No CPUID (another architecture): the name of the architecture; an
+            // AArch64 CPU's identity is its MIDR, in its own section.
+            writeln!(f, "cpu:               {vendor}")?;
+        }
         writeln!(
             f,
             "hypervisor:        {}{}",
@@ -83,6 +91,16 @@ impl Capabilities {
                 "TSC rate (CPUID):  not reported (calibrated when needed)"
             ),
         }
+    }
+
+    /// Whether these capabilities name a CPU that CPUID described: a vendor, a
+    /// brand, or a family, model and stepping. Not those of a CPU without CPUID
+    /// ([`Capabilities::without_cpuid`]), whose x86 rows would all read "no" and
+    /// "not reported" for an instruction set it does not have.
+    fn read_from_cpuid(&self) -> bool {
+        !matches!(self.vendor, Vendor::Other(_))
+            || !self.brand.is_empty()
+            || self.family_model_stepping != (0, 0, 0)
     }
 
     /// The AArch64 facts: the event stream, WFET, the MIDR, and whether the WFE tier

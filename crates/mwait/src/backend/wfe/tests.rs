@@ -102,6 +102,14 @@ fn the_midr_is_decoded_for_the_report() {
     );
     assert!(text.contains("event stream:      yes"), "{text}");
     assert!(text.contains("WFET:              no"), "{text}");
+    // The CPU line names the architecture, and the x86 rows, which a CPU without
+    // CPUID could only fill with "no", are left to builds that have the x86 waits.
+    assert!(
+        text.starts_with(&format!("cpu:               {}\n", std::env::consts::ARCH)),
+        "{text}"
+    );
+    assert_eq!(text.contains("WAITPKG:"), sys::HAS_X86_WAITS, "{text}");
+    assert_eq!(text.contains("invariant TSC:"), sys::HAS_X86_WAITS, "{text}");
 }
 
 #[test]
